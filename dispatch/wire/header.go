@@ -1,0 +1,251 @@
+// Package wire encodes and decodes the fragment header that precedes every
+// datagram the dispatcher sends.
+//
+// Layout (little-endian, HeaderSize bytes):
+//
+//	 0 magic     u16  0x7043 ("Cp")
+//	 2 version   u8
+//	 3 kind      u8   Data, Ack, Busy, Abort, Hello
+//	 4 flags     u8
+//	 5 hops      u8   forwarding hops left
+//	 6 reserved  u16  zero
+//	 8 job key   u64  random per application run
+//	16 src proc  u32
+//	20 src thr   u32
+//	24 dst proc  u32  final destination
+//	28 dst thr   u32
+//	32 tag       i32
+//	36 frag size u32  payload bytes per fragment of this message
+//	40 msg id    u64  per (source process, destination process)
+//	48 seq       u64  fragment sequence number of the stream
+//	56 total     u64  message length in bytes
+//	64 frag idx  u32
+//	68 body len  u32  bytes after the header
+//	72 checksum  u64  xxhash64 of the header (this field zero) and body
+//
+// Decode validates everything it can without state: magic, version, job
+// key, checksum, the body length against the datagram, and the message
+// geometry (fragment index within the message, body length equal to the
+// fragment's share of the total). A packet that fails is reported with an
+// error naming the reason, and callers drop and count it.
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Magic identifies pcor datagrams.
+const Magic = 0x7043
+
+// Version is the header version this package speaks.
+const Version = 1
+
+// HeaderSize is the encoded size of a Header.
+const HeaderSize = 80
+
+// MaxFragment is the largest datagram (header included) the dispatcher
+// ever sends: 64 KiB less the UDP/IPv4 overhead so that it fits one UDP
+// datagram on loopback.
+const MaxFragment = 65507
+
+// Kind is the type of a datagram.
+type Kind uint8
+
+// Datagram kinds.
+const (
+	// Data carries one fragment of a message.
+	Data Kind = 1
+	// Ack acknowledges the stream; the body is an AckBody.
+	Ack Kind = 2
+	// Busy refuses a fragment for lack of resources; Seq names it.
+	Busy Kind = 3
+	// Abort tells the receiver that message MsgID was cancelled by its
+	// sender; it occupies one sequence number like a fragment.
+	Abort Kind = 4
+	// Hello probes a peer; it is answered with an Ack.
+	Hello Kind = 5
+	kindEnd
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Data:
+		return "data"
+	case Ack:
+		return "ack"
+	case Busy:
+		return "busy"
+	case Abort:
+		return "abort"
+	case Hello:
+		return "hello"
+	}
+	return "unknown"
+}
+
+// Flags.
+const (
+	// FlagAckNow asks the receiver to acknowledge without delay.
+	FlagAckNow = 1 << 0
+	// FlagRetransmit marks a datagram sent again.
+	FlagRetransmit = 1 << 1
+)
+
+// Header is the decoded fragment header.
+type Header struct {
+	Kind      Kind
+	Flags     uint8
+	Hops      uint8
+	JobKey    uint64
+	SrcProc   uint32
+	SrcThread uint32
+	DstProc   uint32
+	DstThread uint32
+	Tag       int32
+	FragSize  uint32
+	MsgID     uint64
+	Seq       uint64
+	Total     uint64
+	FragIndex uint32
+	BodyLen   uint32
+}
+
+// Errors returned by Decode; each is one drop reason.
+var (
+	ErrShort    = errors.New("wire: datagram shorter than a header")
+	ErrMagic    = errors.New("wire: bad magic")
+	ErrVersion  = errors.New("wire: unsupported version")
+	ErrJobKey   = errors.New("wire: foreign job key")
+	ErrChecksum = errors.New("wire: checksum mismatch")
+	ErrLength   = errors.New("wire: impossible lengths")
+	ErrKind     = errors.New("wire: unknown kind")
+)
+
+// FragCount is the number of fragments of a message of total bytes cut into
+// fragSize-byte pieces. A zero-length message has one (empty) fragment.
+func FragCount(total uint64, fragSize uint32) uint64 {
+	if total == 0 || fragSize == 0 {
+		return 1
+	}
+	return (total + uint64(fragSize) - 1) / uint64(fragSize)
+}
+
+// FragLen is the number of payload bytes of fragment idx.
+func FragLen(total uint64, fragSize uint32, idx uint32) uint64 {
+	off := uint64(idx) * uint64(fragSize)
+	if off >= total {
+		return 0
+	}
+	n := total - off
+	if n > uint64(fragSize) {
+		n = uint64(fragSize)
+	}
+	return n
+}
+
+// Put encodes h into b[:HeaderSize] with a zero checksum. Seal completes it.
+func (h *Header) Put(b []byte) {
+	_ = b[HeaderSize-1]
+	le := binary.LittleEndian
+	le.PutUint16(b[0:], Magic)
+	b[2] = Version
+	b[3] = byte(h.Kind)
+	b[4] = h.Flags
+	b[5] = h.Hops
+	le.PutUint16(b[6:], 0)
+	le.PutUint64(b[8:], h.JobKey)
+	le.PutUint32(b[16:], h.SrcProc)
+	le.PutUint32(b[20:], h.SrcThread)
+	le.PutUint32(b[24:], h.DstProc)
+	le.PutUint32(b[28:], h.DstThread)
+	le.PutUint32(b[32:], uint32(h.Tag))
+	le.PutUint32(b[36:], h.FragSize)
+	le.PutUint64(b[40:], h.MsgID)
+	le.PutUint64(b[48:], h.Seq)
+	le.PutUint64(b[56:], h.Total)
+	le.PutUint32(b[64:], h.FragIndex)
+	le.PutUint32(b[68:], h.BodyLen)
+	le.PutUint64(b[72:], 0)
+}
+
+// Seal writes the checksum of head (an encoded header) and body into head.
+func Seal(head, body []byte) {
+	binary.LittleEndian.PutUint64(head[72:], checksum(head, body))
+}
+
+// Encode is Put followed by Seal.
+func (h *Header) Encode(head, body []byte) {
+	h.BodyLen = uint32(len(body))
+	h.Put(head)
+	Seal(head, body)
+}
+
+var zero8 [8]byte
+
+func checksum(head, body []byte) uint64 {
+	d := xxhash.New()
+	d.Write(head[:72])
+	d.Write(zero8[:])
+	d.Write(head[80:HeaderSize])
+	d.Write(body)
+	return d.Sum64()
+}
+
+// Decode parses and validates the datagram pkt for job key. It returns the
+// header and the body (aliasing pkt).
+func Decode(pkt []byte, jobKey uint64) (Header, []byte, error) {
+	var h Header
+	if len(pkt) < HeaderSize {
+		return h, nil, ErrShort
+	}
+	le := binary.LittleEndian
+	if le.Uint16(pkt[0:]) != Magic {
+		return h, nil, ErrMagic
+	}
+	if pkt[2] != Version {
+		return h, nil, ErrVersion
+	}
+	h.JobKey = le.Uint64(pkt[8:])
+	if h.JobKey != jobKey {
+		return h, nil, ErrJobKey
+	}
+	h.Kind = Kind(pkt[3])
+	h.Flags = pkt[4]
+	h.Hops = pkt[5]
+	h.SrcProc = le.Uint32(pkt[16:])
+	h.SrcThread = le.Uint32(pkt[20:])
+	h.DstProc = le.Uint32(pkt[24:])
+	h.DstThread = le.Uint32(pkt[28:])
+	h.Tag = int32(le.Uint32(pkt[32:]))
+	h.FragSize = le.Uint32(pkt[36:])
+	h.MsgID = le.Uint64(pkt[40:])
+	h.Seq = le.Uint64(pkt[48:])
+	h.Total = le.Uint64(pkt[56:])
+	h.FragIndex = le.Uint32(pkt[64:])
+	h.BodyLen = le.Uint32(pkt[68:])
+	if uint64(h.BodyLen) != uint64(len(pkt)-HeaderSize) {
+		return h, nil, ErrLength
+	}
+	body := pkt[HeaderSize:]
+	if le.Uint64(pkt[72:]) != checksum(pkt, body) {
+		return h, nil, ErrChecksum
+	}
+	if h.Kind == 0 || h.Kind >= kindEnd {
+		return h, nil, ErrKind
+	}
+	if h.Kind == Data {
+		if h.FragSize == 0 || h.FragSize > MaxFragment-HeaderSize {
+			return h, nil, ErrLength
+		}
+		if uint64(h.FragIndex) >= FragCount(h.Total, h.FragSize) {
+			return h, nil, ErrLength
+		}
+		if uint64(h.BodyLen) != FragLen(h.Total, h.FragSize, h.FragIndex) {
+			return h, nil, ErrLength
+		}
+	}
+	return h, body, nil
+}

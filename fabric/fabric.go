@@ -1,0 +1,87 @@
+// Package fabric defines the transport interface that the dispatcher drives.
+//
+// A fabric moves datagrams (message fragments) between ports. It knows
+// nothing of messages, threads or reliability: datagrams may be lost,
+// duplicated or reordered, and the dispatcher above recovers from that.
+// The interface is small and batched so that a fabric can use the cheapest
+// system calls it has (sendmmsg/recvmmsg, UDP GSO/GRO, RDMA work-request
+// lists) without the dispatcher knowing which.
+package fabric
+
+import (
+	"errors"
+)
+
+// ErrClosed is returned by a Port's methods once the port is closed.
+var ErrClosed = errors.New("fabric: port closed")
+
+// ErrTooBig is returned by Send for a datagram larger than MaxDatagram.
+var ErrTooBig = errors.New("fabric: datagram larger than the port allows")
+
+// Endpoint is the fabric address of a remote port. Endpoints are created by
+// the port (ParseEndpoint) and compared by identity of what they address:
+// two Endpoints for the same remote address have equal String values.
+type Endpoint interface {
+	// String returns the textual form accepted by ParseEndpoint.
+	String() string
+}
+
+// Datagram is one outgoing datagram. The fabric gathers Head and Body into
+// one datagram without first copying them together where it can (iovecs,
+// scatter/gather entries), so Body may be a caller's buffer. Neither slice
+// is retained after Send returns.
+type Datagram struct {
+	Head []byte
+	Body []byte
+	To   Endpoint
+}
+
+// Len is the size of the datagram on the wire (before fabric framing).
+func (d *Datagram) Len() int { return len(d.Head) + len(d.Body) }
+
+// Port is one attachment of a process to a fabric: a UDP socket, an RDMA
+// queue-pair set, an in-memory mailbox. A Port is safe for one goroutine
+// calling Receive or Poll and any number calling Send concurrently.
+type Port interface {
+	// Send transmits the datagrams, in order, and returns once the fabric
+	// has taken them (the slices may then be reused). It returns the number
+	// sent; on error the rest were not sent. A full fabric queue blocks
+	// rather than drops. Datagrams are unreliable: taken is not delivered.
+	Send(dgs []Datagram) (int, error)
+
+	// Receive blocks until at least one datagram has arrived, stores up to
+	// len(msgs) of them in msgs and returns how many. Each msgs[i] aliases
+	// memory owned by the port, valid until the next Receive or Poll call.
+	// After Close it returns ErrClosed.
+	Receive(msgs [][]byte) (int, error)
+
+	// Poll is Receive that never blocks: it returns 0 when nothing waits.
+	Poll(msgs [][]byte) (int, error)
+
+	// BatchSize is the number of datagrams Send and Receive handle per call
+	// at best; callers size their slices with it.
+	BatchSize() int
+
+	// MaxDatagram is the largest datagram (Head plus Body) that reaches to
+	// in one piece without relying on lower-layer fragmentation: 64 KiB on
+	// loopback, the path MTU less IP/UDP headers on Ethernet.
+	MaxDatagram(to Endpoint) int
+
+	// LocalEndpoint is the address peers use to reach this port.
+	LocalEndpoint() Endpoint
+
+	// ParseEndpoint turns the String form of an Endpoint into an Endpoint.
+	ParseEndpoint(s string) (Endpoint, error)
+
+	// Kind names the fabric ("udp", "rdma", "mem").
+	Kind() string
+
+	// Alloc returns a buffer of n bytes that the fabric can send from and
+	// receive into without an intermediate copy (registered memory on
+	// RDMA). Fabrics without such memory return an ordinary slice.
+	Alloc(n int) []byte
+
+	// Close releases the port. It is idempotent; a blocked Receive returns
+	// ErrClosed.
+	Close() error
+}

@@ -1,0 +1,22 @@
+// Package pcor is the public API of pcor-go: thread-to-thread message
+// passing across the processes of a cluster.
+//
+// A process creates one Node. A goroutine that wants to communicate owns a
+// Thread endpoint made by the Node; threads anywhere in the application are
+// named by an Addr, a <process, thread> pair. Messages of any size (up to
+// Config.MaxMessage) carry a Tag and are exchanged with blocking (Send,
+// Recv) or non-blocking (Isend, Irecv returning a *Request) primitives.
+// Messages between the same pair of threads with the same tag are never
+// overtaken: they are received in the order they were sent.
+//
+// Inside a Node one dispatcher per fabric port multiplexes all threads over
+// that port: it cuts messages into fragments of at most 64 KiB, reassembles
+// them by bitmap, acknowledges and retransmits, and refuses (BUSY) what it
+// has no memory for so that senders slow down instead of losing data.
+// Messages between threads of the same process never touch a fabric.
+//
+// Send buffers: the data slice given to Isend is read by the library until
+// the request completes (Test reports true or Wait returns); it must not be
+// modified before then. Send returns only when the destination process has
+// accepted the whole message, so its buffer is free again on return.
+package pcor
