@@ -1,0 +1,325 @@
+package dispatch
+
+import (
+	"errors"
+	"runtime"
+	"time"
+
+	"github.com/pcor-go/pcor/dispatch/wire"
+	"github.com/pcor-go/pcor/fabric"
+)
+
+// port is one fabric port and its dispatcher.
+type port struct {
+	e    *Engine
+	fab  fabric.Port
+	mode Mode
+	idx  int
+	c    counters
+
+	// Used only by the dispatcher goroutine.
+	touched   []*peer
+	delivered []*mcb
+	busy      []busyReply
+	ackBody   wire.AckBody
+}
+
+type busyReply struct {
+	p *peer
+	h wire.Header
+}
+
+// loop is the dispatcher: it receives batches of datagrams, handles each,
+// then acknowledges once per peer per batch.
+func (pt *port) loop() {
+	defer pt.e.wg.Done()
+	n := pt.fab.BatchSize()
+	if n <= 0 {
+		n = 1
+	}
+	msgs := make([][]byte, n)
+	idle := 0
+	for {
+		var k int
+		var err error
+		if pt.mode == Polling {
+			k, err = pt.fab.Poll(msgs)
+			if k == 0 && err == nil {
+				if pt.e.closed.Load() {
+					return
+				}
+				idle++
+				if idle%64 == 0 {
+					runtime.Gosched()
+				}
+				continue
+			}
+			idle = 0
+		} else {
+			k, err = pt.fab.Receive(msgs)
+		}
+		if err != nil {
+			if pt.e.closed.Load() || errors.Is(err, fabric.ErrClosed) {
+				return
+			}
+			pt.c.recvErrs.Add(1)
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		now := nanotime()
+		for i := 0; i < k; i++ {
+			pt.handle(msgs[i], now)
+			msgs[i] = nil
+		}
+		pt.flush()
+	}
+}
+
+var decodeDrop = map[error]int{
+	wire.ErrShort:    DropShort,
+	wire.ErrMagic:    DropMagic,
+	wire.ErrVersion:  DropVersion,
+	wire.ErrJobKey:   DropJobKey,
+	wire.ErrChecksum: DropChecksum,
+	wire.ErrLength:   DropLength,
+	wire.ErrKind:     DropKind,
+}
+
+// handle processes one received datagram.
+func (pt *port) handle(pkt []byte, now int64) {
+	e := pt.e
+	pt.c.fragsRecv.Add(1)
+	pt.c.bytesRecv.Add(uint64(len(pkt)))
+	h, body, err := wire.Decode(pkt, e.cfg.JobKey)
+	if err != nil {
+		reason, ok := decodeDrop[err]
+		if !ok {
+			reason = DropLength
+		}
+		pt.c.drops[reason].Add(1)
+		return
+	}
+	if ProcID(h.DstProc) != e.cfg.Proc {
+		if f := e.Forward; f != nil && f(&h, pkt) {
+			pt.c.forwarded.Add(1)
+			return
+		}
+		pt.c.drops[DropMisrouted].Add(1)
+		return
+	}
+	p := e.peer(ProcID(h.SrcProc))
+	if p == nil {
+		pt.c.drops[DropUnknownPeer].Add(1)
+		return
+	}
+	p.lastHeard.Store(now)
+	switch h.Kind {
+	case wire.Data, wire.Abort:
+		pt.onData(p, &h, body)
+	case wire.Ack:
+		a, err := wire.DecodeAck(body)
+		if err != nil {
+			pt.c.drops[DropLength].Add(1)
+			return
+		}
+		pt.c.acksRecv.Add(1)
+		p.onAck(&a, pt)
+	case wire.Busy:
+		pt.c.busyRecv.Add(1)
+		p.onBusy(h.Seq)
+	case wire.Hello:
+		p.rxmu.Lock()
+		p.rx.ackPending = true
+		p.rxmu.Unlock()
+		pt.touch(p)
+	}
+}
+
+func (pt *port) touch(p *peer) {
+	for _, q := range pt.touched {
+		if q == p {
+			return
+		}
+	}
+	pt.touched = append(pt.touched, p)
+}
+
+// onData accepts a fragment (or an abort) into the peer's receive stream.
+func (pt *port) onData(p *peer, h *wire.Header, body []byte) {
+	e := pt.e
+	pt.touch(p)
+	p.rxmu.Lock()
+	rx := &p.rx
+	rx.ackPending = true
+	if h.Seq >= rx.echo {
+		rx.echo = h.Seq
+	}
+	if rx.has(h.Seq) {
+		p.rxmu.Unlock()
+		pt.c.dups.Add(1)
+		return
+	}
+	if h.Seq >= rx.cum+rx.window() {
+		p.rxmu.Unlock()
+		pt.c.drops[DropWindow].Add(1)
+		return
+	}
+	if h.Kind == wire.Abort {
+		if !rx.finished(h.MsgID) {
+			if m := rx.inprog[h.MsgID]; m != nil {
+				delete(rx.inprog, h.MsgID)
+				e.freeMCB(m)
+			}
+			pt.delivered = rx.complete(h.MsgID, nil, pt.delivered)
+		}
+		rx.mark(h.Seq)
+		pt.deliver(p)
+		return
+	}
+	if rx.finished(h.MsgID) {
+		rx.mark(h.Seq)
+		p.rxmu.Unlock()
+		pt.c.dups.Add(1)
+		return
+	}
+	m := rx.inprog[h.MsgID]
+	if m == nil {
+		if int64(h.Total) > e.cfg.MaxMessage {
+			p.rxmu.Unlock()
+			pt.c.drops[DropTooLarge].Add(1)
+			return
+		}
+		nfrag := wire.FragCount(h.Total, h.FragSize)
+		if nfrag > 1 && h.FragSize < minFragSize {
+			p.rxmu.Unlock()
+			pt.c.drops[DropLength].Add(1)
+			return
+		}
+		m = e.pool.get()
+		if m == nil || !e.reserve(int64(h.Total)) {
+			if m != nil {
+				e.pool.put(m)
+			}
+			p.rxmu.Unlock()
+			pt.busy = append(pt.busy, busyReply{p, *h})
+			return
+		}
+		m.reserved = int64(h.Total)
+		m.key = key{ProcID(h.SrcProc), ThreadID(h.SrcThread), ThreadID(h.DstThread), Tag(h.Tag)}
+		m.msgID = h.MsgID
+		m.start(h.Total, h.FragSize, uint32(nfrag), &e.bufs)
+		rx.inprog[h.MsgID] = m
+	} else if m.total != h.Total || m.fragSize != h.FragSize || m.key.srcThread != ThreadID(h.SrcThread) ||
+		m.key.dstThread != ThreadID(h.DstThread) || m.key.tag != Tag(h.Tag) {
+		p.rxmu.Unlock()
+		pt.c.drops[DropInconsistent].Add(1)
+		return
+	}
+	if m.hasFrag(h.FragIndex) {
+		rx.mark(h.Seq)
+		p.rxmu.Unlock()
+		pt.c.dups.Add(1)
+		return
+	}
+	complete := m.place(h.FragIndex, body)
+	rx.mark(h.Seq)
+	if complete {
+		delete(rx.inprog, h.MsgID)
+		pt.delivered = rx.complete(h.MsgID, m, pt.delivered)
+	}
+	pt.deliver(p)
+}
+
+// deliver enters the messages completed in order into the receive table
+// and unlocks p.rxmu; matched receives are completed after the unlock.
+func (pt *port) deliver(p *peer) {
+	e := pt.e
+	if len(pt.delivered) == 0 {
+		p.rxmu.Unlock()
+		return
+	}
+	type match struct {
+		r *Request
+		m *mcb
+	}
+	var matchedBuf [8]match
+	matched := matchedBuf[:0]
+	for _, m := range pt.delivered {
+		h := hashKey(m.key)
+		s := e.table.stripe(m.key.dstThread)
+		s.mu.Lock()
+		if r := e.table.takePosted(s, m.key, h); r != nil {
+			s.mu.Unlock()
+			matched = append(matched, match{r, m})
+		} else {
+			e.table.enqueue(s, m, h)
+			s.mu.Unlock()
+		}
+		pt.c.msgsRecv.Add(1)
+	}
+	clear(pt.delivered)
+	pt.delivered = pt.delivered[:0]
+	p.rxmu.Unlock()
+	for _, x := range matched {
+		e.fillFromMCB(x.r, x.m)
+	}
+}
+
+// flush sends the acknowledgements and BUSY replies of a batch.
+func (pt *port) flush() {
+	e := pt.e
+	for _, br := range pt.busy {
+		rt := br.p.route.Load()
+		if rt == nil {
+			continue
+		}
+		h := wire.Header{Kind: wire.Busy, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(br.p.proc),
+			SrcThread: br.h.DstThread, DstThread: br.h.SrcThread, MsgID: br.h.MsgID, Seq: br.h.Seq, Hops: 8}
+		b := e.getBatch()
+		head := b.heads[0][:]
+		h.Encode(head, nil)
+		b.dgs = append(b.dgs, fabric.Datagram{Head: head, To: rt.ep})
+		e.transmit(rt.port, b.dgs)
+		e.putBatch(b)
+		pt.c.busySent.Add(1)
+	}
+	clear(pt.busy)
+	pt.busy = pt.busy[:0]
+	if len(pt.touched) == 0 {
+		return
+	}
+	b := e.getBatch()
+	var out *port
+	for _, p := range pt.touched {
+		rt := p.route.Load()
+		if rt == nil {
+			continue
+		}
+		p.rxmu.Lock()
+		if !p.rx.ackPending {
+			p.rxmu.Unlock()
+			continue
+		}
+		p.rx.ackPending = false
+		p.rx.ack(&pt.ackBody)
+		p.rxmu.Unlock()
+		if out != nil && (out != rt.port || b.full()) {
+			e.transmit(out, b.dgs)
+			b.reset()
+		}
+		out = rt.port
+		i := len(b.dgs)
+		buf := b.heads[i][:]
+		body := pt.ackBody.Put(b.ackScratch(i))
+		h := wire.Header{Kind: wire.Ack, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(p.proc), Hops: 8}
+		h.Encode(buf, body)
+		b.dgs = append(b.dgs, fabric.Datagram{Head: buf, Body: body, To: rt.ep})
+		pt.c.acksSent.Add(1)
+	}
+	if out != nil && len(b.dgs) > 0 {
+		e.transmit(out, b.dgs)
+	}
+	e.putBatch(b)
+	clear(pt.touched)
+	pt.touched = pt.touched[:0]
+}

@@ -1,0 +1,237 @@
+package dispatch
+
+import (
+	"sync"
+)
+
+// key identifies a message stream in the receive table: pCoR's
+// <source process, source thread, destination thread, tag>.
+type key struct {
+	srcProc   ProcID
+	srcThread ThreadID
+	dstThread ThreadID
+	tag       Tag
+}
+
+// chunkSize is the unit in which the storage of a large message grows
+// while its first half arrives, so that a header claiming a huge message
+// costs memory only for what has actually arrived.
+const chunkSize = 256 << 10
+
+// bitBlock is the number of fragments one lazily allocated bitmap block covers.
+const bitBlock = 4096
+
+// minFragSize is the smallest fragment a multi-fragment message may use.
+const minFragSize = 256
+
+const nilMCB = -1
+
+// mcb is a message control block: the attributes of one incoming message,
+// its reassembly state and, once complete, its place in the receive table.
+type mcb struct {
+	idx   int32
+	hnext int32 // next in the bucket chain
+	tprev int32 // arrival list of the destination thread
+	tnext int32
+
+	key   key
+	msgID uint64
+
+	total    uint64
+	fragSize uint32
+	nfrag    uint32
+	got      uint32
+	gotBytes uint64
+	reserved int64
+
+	bits   [][]uint64 // fragment bitmap, blocks of bitBlock bits
+	chunks [][]byte   // storage while less than half has arrived
+	data   []byte     // contiguous storage
+}
+
+// hasFrag reports whether fragment i has arrived.
+func (m *mcb) hasFrag(i uint32) bool {
+	b := m.bits[i/bitBlock]
+	if b == nil {
+		return false
+	}
+	j := i % bitBlock
+	return b[j/64]&(1<<(j%64)) != 0
+}
+
+func (m *mcb) setFrag(i uint32) {
+	b := m.bits[i/bitBlock]
+	if b == nil {
+		b = make([]uint64, bitBlock/64)
+		m.bits[i/bitBlock] = b
+	}
+	j := i % bitBlock
+	b[j/64] |= 1 << (j % 64)
+}
+
+// start prepares m for a message of total bytes in fragSize fragments.
+func (m *mcb) start(total uint64, fragSize uint32, nfrag uint32, pool *bufPool) {
+	m.total, m.fragSize, m.nfrag = total, fragSize, nfrag
+	m.got, m.gotBytes = 0, 0
+	nb := (int(nfrag) + bitBlock - 1) / bitBlock
+	if nb == 1 {
+		m.bits = m.bits[:0]
+		m.bits = append(m.bits, nil)
+	} else {
+		m.bits = make([][]uint64, nb)
+	}
+	if total <= chunkSize {
+		m.data = pool.get(int(total))
+	} else {
+		m.chunks = make([][]byte, (total+chunkSize-1)/chunkSize)
+	}
+}
+
+// place stores fragment idx (its bytes body) and reports whether the
+// message is now complete.
+func (m *mcb) place(idx uint32, body []byte) bool {
+	off := uint64(idx) * uint64(m.fragSize)
+	n := uint64(len(body))
+	if m.data != nil {
+		copy(m.data[off:], body)
+	} else {
+		for len(body) > 0 {
+			c := off / chunkSize
+			if m.chunks[c] == nil {
+				n := uint64(chunkSize)
+				if rest := m.total - c*chunkSize; rest < n {
+					n = rest
+				}
+				m.chunks[c] = make([]byte, n)
+			}
+			k := copy(m.chunks[c][off%chunkSize:], body)
+			body = body[k:]
+			off += uint64(k)
+		}
+	}
+	m.setFrag(idx)
+	m.got++
+	m.gotBytes += n
+	if m.data == nil && m.gotBytes*2 >= m.total {
+		m.migrate()
+	}
+	return m.got == m.nfrag
+}
+
+// migrate moves chunked storage into one contiguous buffer.
+func (m *mcb) migrate() {
+	m.data = make([]byte, m.total)
+	for c, b := range m.chunks {
+		if b != nil {
+			copy(m.data[uint64(c)*chunkSize:], b)
+		}
+	}
+	m.chunks = nil
+}
+
+// clear forgets the message, keeping small allocations for reuse.
+func (m *mcb) clear() {
+	m.key = key{}
+	m.msgID = 0
+	m.total, m.fragSize, m.nfrag, m.got, m.gotBytes, m.reserved = 0, 0, 0, 0, 0, 0
+	for i := range m.bits {
+		if b := m.bits[i]; b != nil && len(m.bits) == 1 {
+			clear(b)
+			continue
+		}
+		m.bits[i] = nil
+	}
+	if len(m.bits) > 1 {
+		m.bits = nil
+	}
+	m.chunks = nil
+	m.data = nil
+	m.hnext, m.tprev, m.tnext = nilMCB, nilMCB, nilMCB
+}
+
+// mcbPool is the fixed-capacity array of control blocks with a free list.
+type mcbPool struct {
+	mu   sync.Mutex
+	all  []mcb
+	free []int32
+}
+
+func newMCBPool(n int) *mcbPool {
+	p := &mcbPool{all: make([]mcb, n), free: make([]int32, n)}
+	for i := range p.all {
+		p.all[i].idx = int32(i)
+		p.all[i].hnext, p.all[i].tprev, p.all[i].tnext = nilMCB, nilMCB, nilMCB
+		p.free[i] = int32(n - 1 - i)
+	}
+	return p
+}
+
+// get takes a free block, or nil when all are in use.
+func (p *mcbPool) get() *mcb {
+	p.mu.Lock()
+	n := len(p.free)
+	if n == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	i := p.free[n-1]
+	p.free = p.free[:n-1]
+	p.mu.Unlock()
+	return &p.all[i]
+}
+
+func (p *mcbPool) put(m *mcb) {
+	m.clear()
+	p.mu.Lock()
+	p.free = append(p.free, m.idx)
+	p.mu.Unlock()
+}
+
+func (p *mcbPool) at(i int32) *mcb { return &p.all[i] }
+
+func (p *mcbPool) inUse() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.all) - len(p.free)
+}
+
+// bufPool recycles small message buffers in power-of-two size classes.
+type bufPool struct {
+	classes [17]sync.Pool // 1 B .. 64 KiB
+}
+
+func sizeClass(n int) int {
+	c := 0
+	for (1 << c) < n {
+		c++
+	}
+	return c
+}
+
+func (bp *bufPool) get(n int) []byte {
+	if n == 0 {
+		return []byte{}
+	}
+	c := sizeClass(n)
+	if c >= len(bp.classes) {
+		return make([]byte, n)
+	}
+	if v := bp.classes[c].Get(); v != nil {
+		b := *(v.(*[]byte))
+		return b[:n]
+	}
+	return make([]byte, n, 1<<c)
+}
+
+func (bp *bufPool) put(b []byte) {
+	c := cap(b)
+	if c == 0 || c&(c-1) != 0 {
+		return
+	}
+	k := sizeClass(c)
+	if k >= len(bp.classes) {
+		return
+	}
+	b = b[:c]
+	bp.classes[k].Put(&b)
+}

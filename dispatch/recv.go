@@ -1,0 +1,196 @@
+package dispatch
+
+import "context"
+
+// NewRecv prepares a receive for thread dst of a message from src (wildcards
+// allowed) with tag (or AnyTag), into buf (nil: the library allocates).
+func (e *Engine) NewRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) *Request {
+	r := newRequest(e, recvReq)
+	r.setRecv(dst, srcProc, srcThread, tag, buf)
+	return r
+}
+
+func (r *Request) setRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) {
+	r.dstProc = r.eng.cfg.Proc
+	r.dstThread, r.srcProc, r.srcThread, r.tag, r.buf = dst, srcProc, srcThread, tag, buf
+}
+
+// Reuse re-arms a completed request for the same kind of operation, so a
+// thread's blocking calls allocate nothing.
+func (r *Request) Reuse() { r.reset() }
+
+// SetSend fills a reusable request as a send.
+func (r *Request) SetSend(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) {
+	r.kind = sendReq
+	r.setSend(src, dstProc, dstThread, tag, data)
+}
+
+// SetRecv fills a reusable request as a receive.
+func (r *Request) SetRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) {
+	r.kind = recvReq
+	r.setRecv(dst, srcProc, srcThread, tag, buf)
+}
+
+// NewRequest returns an empty reusable request.
+func (e *Engine) NewRequest() *Request { return newRequest(e, recvReq) }
+
+func (e *Engine) irecv(r *Request) {
+	s := e.table.stripe(r.dstThread)
+	s.mu.Lock()
+	if e.closed.Load() {
+		s.mu.Unlock()
+		r.complete(ErrClosed)
+		return
+	}
+	if r.srcProc != AnyProc && r.srcProc != e.cfg.Proc && e.peer(r.srcProc) == nil && e.downErr(r.srcProc) != nil {
+		s.mu.Unlock()
+		r.complete(e.downErr(r.srcProc))
+		return
+	}
+	m := e.table.post(s, r)
+	s.mu.Unlock()
+	if m != nil {
+		e.fillFromMCB(r, m)
+	}
+}
+
+// downErr is the error for receives naming a process that was removed.
+func (e *Engine) downErr(proc ProcID) error {
+	e.peersMu.Lock()
+	defer e.peersMu.Unlock()
+	if e.down == nil {
+		return nil
+	}
+	return e.down[proc]
+}
+
+// fillFromMCB completes receive r with message m and frees m.
+func (e *Engine) fillFromMCB(r *Request, m *mcb) {
+	var err error
+	if r.buf != nil {
+		n := copy(r.buf, m.data)
+		if len(m.data) > len(r.buf) {
+			err = ErrTruncated
+		}
+		r.data = r.buf[:n]
+	} else {
+		r.data = m.data
+		m.data = nil // handed over
+	}
+	r.srcProc, r.srcThread, r.tag = m.key.srcProc, m.key.srcThread, m.key.tag
+	e.freeMCB(m)
+	r.complete(err)
+}
+
+// fillFromSend completes receive r with a local sender's data.
+func (e *Engine) fillFromSend(r *Request, data []byte, k key) {
+	var err error
+	if r.buf != nil {
+		n := copy(r.buf, data)
+		if len(data) > len(r.buf) {
+			err = ErrTruncated
+		}
+		r.data = r.buf[:n]
+	} else {
+		r.data = append(make([]byte, 0, len(data)), data...)
+	}
+	r.srcProc, r.srcThread, r.tag = k.srcProc, k.srcThread, k.tag
+	r.complete(err)
+}
+
+func (e *Engine) cancelRecv(r *Request) {
+	s := e.table.stripe(r.dstThread)
+	s.mu.Lock()
+	ok := e.table.unpost(s, r)
+	s.mu.Unlock()
+	if ok {
+		r.complete(ErrCanceled)
+	}
+}
+
+// failPostedFrom fails the posted receives naming process proc.
+func (e *Engine) failPostedFrom(proc ProcID, err error) {
+	e.peersMu.Lock()
+	if e.down == nil {
+		e.down = make(map[ProcID]error)
+	}
+	e.down[proc] = err
+	e.peersMu.Unlock()
+	var victims []*Request
+	for i := range e.table.stripes {
+		s := &e.table.stripes[i]
+		s.mu.Lock()
+		for b := range s.posted {
+			for r := s.posted[b]; r != nil; r = r.next {
+				if r.srcProc == proc {
+					victims = append(victims, r)
+				}
+			}
+		}
+		for _, ts := range s.threads {
+			for r := ts.wildHead; r != nil; r = r.next {
+				if r.srcProc == proc {
+					victims = append(victims, r)
+				}
+			}
+		}
+		for _, r := range victims {
+			if stripeOf(r.dstThread) == i {
+				e.table.unpost(s, r)
+			}
+		}
+		s.mu.Unlock()
+	}
+	for _, r := range victims {
+		r.complete(err)
+	}
+}
+
+// Status describes a message found by Probe.
+type Status struct {
+	SrcProc   ProcID
+	SrcThread ThreadID
+	Tag       Tag
+	Len       int
+}
+
+// Iprobe reports whether a message for thread dst matching the pattern has
+// arrived, without receiving it.
+func (e *Engine) Iprobe(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag) (Status, bool) {
+	s := e.table.stripe(dst)
+	pat := Request{dstThread: dst, srcProc: srcProc, srcThread: srcThread, tag: tag}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := e.table.findUnexpected(s, &pat)
+	if m == nil {
+		return Status{}, false
+	}
+	return Status{m.key.srcProc, m.key.srcThread, m.key.tag, int(m.total)}, true
+}
+
+// Probe waits until a message matching the pattern has arrived.
+func (e *Engine) Probe(ctx context.Context, dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag) (Status, error) {
+	s := e.table.stripe(dst)
+	s.mu.Lock()
+	notify := s.thread(dst).notify
+	s.mu.Unlock()
+	for {
+		if st, ok := e.Iprobe(dst, srcProc, srcThread, tag); ok {
+			return st, nil
+		}
+		if e.closed.Load() {
+			return Status{}, ErrClosed
+		}
+		if srcProc != AnyProc {
+			if err := e.downErr(srcProc); err != nil && e.peer(srcProc) == nil {
+				return Status{}, err
+			}
+		}
+		select {
+		case <-notify:
+		case <-e.closing:
+		case <-ctx.Done():
+			return Status{}, ctx.Err()
+		}
+	}
+}

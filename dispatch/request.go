@@ -1,0 +1,149 @@
+package dispatch
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+type reqKind uint8
+
+const (
+	sendReq reqKind = iota + 1
+	recvReq
+)
+
+const (
+	statePending uint32 = iota
+	stateClaimed
+	stateDone
+)
+
+// Request is a pending send or receive. Test polls it, Wait blocks until it
+// completes, Cancel withdraws it. A Request is meant to be waited on by one
+// goroutine at a time.
+type Request struct {
+	eng   *Engine
+	kind  reqKind
+	state atomic.Uint32
+	done  chan struct{}
+	err   error
+
+	// The message: for sends what is sent, for receives what arrived.
+	data      []byte
+	srcProc   ProcID
+	srcThread ThreadID
+	dstProc   ProcID
+	dstThread ThreadID
+	tag       Tag
+
+	// Receive matching (wildcards allowed) and the caller's buffer.
+	buf     []byte
+	postSeq uint64
+	next    *Request // posted-receive chain or send queue
+
+	// Send progress, guarded by the peer's mutex.
+	peer     *peer
+	msgID    uint64
+	started  bool
+	canceled bool
+	fragSize uint32
+	nfrag    uint32
+	nextFrag uint32
+	acked    uint32
+}
+
+func newRequest(e *Engine, k reqKind) *Request {
+	return &Request{eng: e, kind: k, done: make(chan struct{}, 1)}
+}
+
+// reset prepares a completed request for reuse by its owner.
+func (r *Request) reset() {
+	select {
+	case <-r.done:
+	default:
+	}
+	done, eng, kind := r.done, r.eng, r.kind
+	*r = Request{done: done, eng: eng, kind: kind}
+}
+
+// complete finishes the request once; later calls are ignored. It reports
+// whether this call completed it.
+func (r *Request) complete(err error) bool {
+	if !r.state.CompareAndSwap(statePending, stateClaimed) {
+		return false
+	}
+	r.err = err
+	r.state.Store(stateDone)
+	r.done <- struct{}{}
+	return true
+}
+
+// claim takes the right to complete the request; finish publishes it.
+func (r *Request) claim() bool { return r.state.CompareAndSwap(statePending, stateClaimed) }
+
+func (r *Request) finish(err error) {
+	r.err = err
+	r.state.Store(stateDone)
+	r.done <- struct{}{}
+}
+
+// Test reports whether the request has completed, and its error if so.
+func (r *Request) Test() (bool, error) {
+	if r.state.Load() == stateDone {
+		return true, r.err
+	}
+	return false, nil
+}
+
+// Wait blocks until the request completes or ctx ends. Cancelling ctx
+// stops the wait only: the request stays pending (see Cancel).
+func (r *Request) Wait(ctx context.Context) error {
+	if r.state.Load() == stateDone {
+		return r.err
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		if r.state.Load() == stateDone {
+			return r.err
+		}
+		return ctx.Err()
+	}
+}
+
+// Cancel withdraws a pending request: a receive not yet matched is
+// removed, a send not yet fully transmitted is stopped (fragments already
+// sent are retracted, and the destination discards what it holds of the
+// message). A send may race its own completion: Cancel then has no effect.
+// A cancelled request completes with ErrCanceled.
+func (r *Request) Cancel() {
+	if r.state.Load() != statePending {
+		return
+	}
+	switch r.kind {
+	case recvReq:
+		r.eng.cancelRecv(r)
+	case sendReq:
+		r.eng.cancelSend(r)
+	}
+}
+
+// Err is the request's error once it has completed.
+func (r *Request) Err() error {
+	if r.state.Load() == stateDone {
+		return r.err
+	}
+	return nil
+}
+
+// Data is the message's content once a receive has completed: the
+// caller's buffer (trimmed to the message length) or a buffer the library
+// allocated and hands over.
+func (r *Request) Data() []byte { return r.data }
+
+// Source is the sender of a completed receive.
+func (r *Request) Source() (ProcID, ThreadID) { return r.srcProc, r.srcThread }
+
+// Tag is the tag of a completed receive.
+func (r *Request) Tag() Tag { return r.tag }

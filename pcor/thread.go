@@ -1,0 +1,131 @@
+package pcor
+
+import (
+	"context"
+
+	"github.com/pcor-go/pcor/dispatch"
+)
+
+// Thread is a communication endpoint owned by a goroutine.
+type Thread struct {
+	node *Node
+	id   ThreadID
+	req  *dispatch.Request // reused by the blocking calls
+}
+
+// Request is a pending non-blocking send or receive.
+type Request struct {
+	r *dispatch.Request
+}
+
+// Message is a received message.
+type Message struct {
+	Data []byte
+	Src  Addr
+	Tag  Tag
+}
+
+// Status describes a message found by a probe.
+type Status struct {
+	Src Addr
+	Tag Tag
+	Len int
+}
+
+// Addr is this thread's address.
+func (t *Thread) Addr() Addr { return Addr{t.node.Proc(), t.id} }
+
+// Node is the thread's node.
+func (t *Thread) Node() *Node { return t.node }
+
+// Isend starts sending data to dst with tag. data must not be modified
+// until the request completes.
+func (t *Thread) Isend(dst Addr, tag Tag, data []byte) *Request {
+	r := t.node.eng.NewSend(t.id, dst.Proc, dst.Thread, tag, data)
+	t.node.eng.Start(r)
+	return &Request{r}
+}
+
+// Send sends data to dst with tag and returns once the destination process
+// has accepted the whole message. If ctx ends first the send is cancelled.
+func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
+	// A send request can stay referenced by fragments in flight after it
+	// completes, so each send has its own.
+	r := t.node.eng.NewSend(t.id, dst.Proc, dst.Thread, tag, data)
+	t.node.eng.Start(r)
+	return t.wait(ctx, r)
+}
+
+func (t *Thread) wait(ctx context.Context, r *dispatch.Request) error {
+	err := r.Wait(ctx)
+	if err != nil && ctx.Err() != nil && err == ctx.Err() {
+		r.Cancel()
+		if werr := r.Wait(context.Background()); werr != dispatch.ErrCanceled {
+			// Completed before the cancel took effect.
+			if werr == nil {
+				return nil
+			}
+			return werr
+		}
+		return err
+	}
+	return err
+}
+
+// Irecv starts receiving a message from src (wildcards allowed) with tag
+// (or AnyTag) into buf; with a nil buf the library allocates.
+func (t *Thread) Irecv(src Addr, tag Tag, buf []byte) *Request {
+	r := t.node.eng.NewRecv(t.id, src.Proc, src.Thread, tag, buf)
+	t.node.eng.Start(r)
+	return &Request{r}
+}
+
+// Recv receives a message from src (wildcards allowed) with tag (or
+// AnyTag). If ctx ends first the receive is withdrawn.
+func (t *Thread) Recv(ctx context.Context, src Addr, tag Tag) (Message, error) {
+	return t.RecvInto(ctx, src, tag, nil)
+}
+
+// RecvInto is Recv into buf (for example from Node.Alloc); the message
+// data is buf trimmed to the message length. A longer message fills buf and
+// reports ErrTruncated.
+func (t *Thread) RecvInto(ctx context.Context, src Addr, tag Tag, buf []byte) (Message, error) {
+	r := t.req
+	r.Reuse()
+	r.SetRecv(t.id, src.Proc, src.Thread, tag, buf)
+	t.node.eng.Start(r)
+	if err := t.wait(ctx, r); err != nil && err != dispatch.ErrTruncated {
+		return Message{}, err
+	}
+	return message(r), r.Err()
+}
+
+func message(r *dispatch.Request) Message {
+	p, th := r.Source()
+	return Message{Data: r.Data(), Src: Addr{p, th}, Tag: r.Tag()}
+}
+
+// Iprobe reports whether a message matching src and tag is waiting.
+func (t *Thread) Iprobe(src Addr, tag Tag) (Status, bool) {
+	st, ok := t.node.eng.Iprobe(t.id, src.Proc, src.Thread, tag)
+	return Status{Addr{st.SrcProc, st.SrcThread}, st.Tag, st.Len}, ok
+}
+
+// Probe waits until a message matching src and tag is waiting.
+func (t *Thread) Probe(ctx context.Context, src Addr, tag Tag) (Status, error) {
+	st, err := t.node.eng.Probe(ctx, t.id, src.Proc, src.Thread, tag)
+	return Status{Addr{st.SrcProc, st.SrcThread}, st.Tag, st.Len}, err
+}
+
+// Test reports whether the request completed, and its error.
+func (r *Request) Test() (bool, error) { return r.r.Test() }
+
+// Wait blocks until the request completes or ctx ends; ending ctx stops
+// the wait only (see Cancel).
+func (r *Request) Wait(ctx context.Context) error { return r.r.Wait(ctx) }
+
+// Cancel withdraws the request if it has not completed.
+func (r *Request) Cancel() { r.r.Cancel() }
+
+// Message is the received message once a receive completed.
+func (r *Request) Message() Message { return message(r.r) }
