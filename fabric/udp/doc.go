@@ -1,0 +1,58 @@
+// Package udp is the UDP fabric: a fabric.Port backed by one UDP socket.
+//
+// # Batching
+//
+// Send hands the kernel a whole batch of datagrams in one sendmmsg call and
+// Receive takes up to a batch in one recvmmsg call, so the per-system-call
+// cost is shared by many datagrams. Each outgoing datagram is described by
+// two iovecs, Head and Body, so the caller's Body is never copied. The
+// mmsghdr, iovec and control-message arrays are allocated once per sender
+// (from a pool) and once per receiver; the hot path allocates nothing.
+// Destination sockaddrs are encoded once, when an Endpoint is parsed, and
+// the Endpoint (always a pointer) carries them to every Send.
+//
+// # GSO and GRO
+//
+// Where consecutive datagrams of a batch go to the same Endpoint and have the
+// same size (the last of a run may be shorter), Send coalesces them into one
+// message carrying a UDP_SEGMENT control message: the kernel (or the NIC)
+// cuts it back into separate datagrams, so a run of up to 64 datagrams or
+// 64 KiB costs one trip through the stack. The iovecs of such a message are
+// [h1,b1,h2,b2,...]. If the kernel refuses a GSO send and the same datagrams
+// then go through one by one, GSO is switched off for the port
+// (Stats.GSOFallbacks counts it).
+//
+// On receive, UDP_GRO lets the kernel hand over several datagrams of one flow
+// as one buffer together with their segment size; Receive splits such a
+// buffer back into the original datagrams before returning them. Receive
+// buffers are 64 KiB each and owned by the port, so the slices returned by
+// Receive and Poll alias port memory that stays valid until the next call.
+//
+// # Blocking
+//
+// The socket stays in non-blocking mode and all waiting goes through Go's
+// network poller (syscall.RawConn): a blocking Receive parks its goroutine
+// until the socket is readable, and a Send that meets a full socket buffer
+// (EAGAIN) parks until it is writable; nothing spins. Close wakes a blocked
+// Receive or Send, which then return fabric.ErrClosed. SetReceiveDeadline
+// and SetSendDeadline bound the waits.
+//
+// # Datagram size and MTU
+//
+// MaxDatagram(to) is 65507 bytes for loopback destinations (the largest
+// IPv4 UDP payload). Elsewhere it is the MTU of the route toward to, less
+// the IP and UDP headers (1472 bytes on a 1500-byte IPv4 link). The route
+// MTU is found without sending anything: a probe socket created with the
+// port (so in the same network namespace) is connected to the destination
+// and asked for IP_MTU (IPV6_MTU), and the answer is cached in the Endpoint
+// for a while. The dispatcher cuts fragments to that size, so on a small-MTU
+// link nothing relies on IP fragmentation, and runs of MTU-sized fragments
+// still leave in one GSO send. Config.MTU overrides the probe, for tests.
+//
+// # Binding
+//
+// Sockets are bound with SO_REUSEADDR and SO_REUSEPORT
+// (github.com/libp2p/go-reuseport), so a restarted process can rebind its
+// port at once. Socket buffers default to 8 MiB; as root they are forced
+// past net.core.rmem_max/wmem_max with SO_RCVBUFFORCE/SO_SNDBUFFORCE.
+package udp

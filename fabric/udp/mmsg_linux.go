@@ -1,0 +1,27 @@
+package udp
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The sendmmsg and recvmmsg system calls, which x/sys/unix does not wrap.
+// The socket is non-blocking; EAGAIN is handled by the callers through the
+// network poller.
+
+func sendmmsg(fd uintptr, hs []unix.Mmsghdr) (int, unix.Errno) {
+	r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), unix.MSG_DONTWAIT, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), 0
+}
+
+func recvmmsg(fd uintptr, hs []unix.Mmsghdr) (int, unix.Errno) {
+	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), unix.MSG_DONTWAIT, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), 0
+}

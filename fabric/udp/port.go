@@ -1,0 +1,213 @@
+//go:build linux
+
+package udp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/libp2p/go-reuseport"
+	"golang.org/x/sys/unix"
+
+	"github.com/pcor-go/pcor/fabric"
+)
+
+// Kind is the fabric name of UDP ports.
+const Kind = "udp"
+
+// Port is a fabric.Port on one UDP socket. Any number of goroutines may
+// call Send concurrently; one goroutine at a time calls Receive or Poll.
+type Port struct {
+	cfg    Config
+	conn   *net.UDPConn
+	rc     syscall.RawConn
+	family int // AF_INET or AF_INET6
+	local  *Endpoint
+
+	gso    atomic.Bool // GSO in use for sends
+	gro    bool        // UDP_GRO enabled on the socket
+	rcvBuf int         // socket buffer sizes the kernel granted
+	sndBuf int
+
+	sendPool sync.Pool // *sender
+	recvMu   sync.Mutex
+	rx       *receiver
+
+	probe *mtuProber
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+
+	st stats
+}
+
+var _ fabric.Port = (*Port)(nil)
+
+// Listen opens a UDP port bound to addr ("ip:port"; port 0 picks a free
+// one) with SO_REUSEADDR and SO_REUSEPORT set.
+func Listen(addr string, cfg Config) (*Port, error) {
+	cfg = cfg.withDefaults()
+	if cfg.BatchSize < 1 || cfg.BatchSize > MaxBatchSize {
+		return nil, fmt.Errorf("udp: batch size %d out of range 1..%d", cfg.BatchSize, MaxBatchSize)
+	}
+	if cfg.RecvBuffer < 0 || cfg.SendBuffer < 0 {
+		return nil, errors.New("udp: negative socket buffer size")
+	}
+	if cfg.MTU != 0 && (cfg.MTU < 576 || cfg.MTU > 65536) {
+		return nil, fmt.Errorf("udp: MTU %d out of range 576..65536", cfg.MTU)
+	}
+	if _, err := netip.ParseAddrPort(addr); err != nil {
+		return nil, fmt.Errorf("udp: listen address %q: %w", addr, err)
+	}
+	lc := net.ListenConfig{Control: reuseport.Control}
+	pc, err := lc.ListenPacket(context.Background(), "udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("udp: listen %s: %w", addr, err)
+	}
+	conn := pc.(*net.UDPConn)
+	p := &Port{cfg: cfg, conn: conn}
+	if err := p.setup(); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Port) setup() error {
+	rc, err := p.conn.SyscallConn()
+	if err != nil {
+		return fmt.Errorf("udp: %w", err)
+	}
+	p.rc = rc
+	var sa unix.Sockaddr
+	var serr error
+	gsoOK := false
+	cerr := rc.Control(func(fd uintptr) {
+		s := int(fd)
+		sa, serr = unix.Getsockname(s)
+		if serr != nil {
+			return
+		}
+		p.rcvBuf = setBuffer(s, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, p.cfg.RecvBuffer)
+		p.sndBuf = setBuffer(s, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, p.cfg.SendBuffer)
+		if !p.cfg.DisableGRO {
+			p.gro = unix.SetsockoptInt(s, unix.IPPROTO_UDP, unix.UDP_GRO, 1) == nil
+		}
+		if !p.cfg.DisableGSO {
+			// Reading UDP_SEGMENT succeeds where the kernel knows UDP GSO.
+			_, e := unix.GetsockoptInt(s, unix.IPPROTO_UDP, unix.UDP_SEGMENT)
+			gsoOK = e == nil
+		}
+	})
+	if cerr != nil {
+		return fmt.Errorf("udp: %w", cerr)
+	}
+	if serr != nil {
+		return fmt.Errorf("udp: getsockname: %w", serr)
+	}
+	var ap netip.AddrPort
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		p.family = unix.AF_INET
+		ap = netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	case *unix.SockaddrInet6:
+		p.family = unix.AF_INET6
+		ap = netip.AddrPortFrom(netip.AddrFrom16(a.Addr), uint16(a.Port))
+	default:
+		return fmt.Errorf("udp: unexpected socket address %T", sa)
+	}
+	if p.local, err = endpointOf(ap); err != nil {
+		return err
+	}
+	p.gso.Store(gsoOK)
+	if p.probe, err = newMTUProber(p.family, ap.Addr().Unmap()); err != nil {
+		return err
+	}
+	p.rx = newReceiver(p)
+	p.sendPool.New = func() any { return newSender(p) }
+	return nil
+}
+
+// setBuffer asks for size bytes of socket buffer, forcing past the system
+// limit where permitted, and returns what the kernel granted.
+func setBuffer(fd, force, plain, size int) int {
+	if unix.SetsockoptInt(fd, unix.SOL_SOCKET, force, size) != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, plain, size)
+	}
+	got, _ := unix.GetsockoptInt(fd, unix.SOL_SOCKET, plain)
+	return got
+}
+
+// BatchSize is the number of datagrams handled per system call.
+func (p *Port) BatchSize() int { return p.cfg.BatchSize }
+
+// LocalEndpoint is the address the socket is bound to. A port bound to a
+// wildcard address reports the wildcard, which peers cannot use as is.
+func (p *Port) LocalEndpoint() fabric.Endpoint { return p.local }
+
+// ParseEndpoint parses "ip:port" into an *Endpoint.
+func (p *Port) ParseEndpoint(s string) (fabric.Endpoint, error) {
+	e, err := ParseEndpoint(s)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, ok := e.sockaddr(p.family); !ok {
+		return nil, fmt.Errorf("%w: %s: IPv6 address on an IPv4 socket", ErrBadEndpoint, s)
+	}
+	return e, nil
+}
+
+// Kind is "udp".
+func (p *Port) Kind() string { return Kind }
+
+// Alloc returns ordinary memory: UDP has no registered buffers.
+func (p *Port) Alloc(n int) []byte { return make([]byte, n) }
+
+// GSO reports whether Send currently coalesces datagrams with UDP GSO.
+func (p *Port) GSO() bool { return p.gso.Load() }
+
+// GRO reports whether the socket receives coalesced datagrams.
+func (p *Port) GRO() bool { return p.gro }
+
+// SocketBuffers returns the receive and send buffer sizes the kernel
+// granted (as getsockopt reports them, which is twice what was set).
+func (p *Port) SocketBuffers() (recv, send int) { return p.rcvBuf, p.sndBuf }
+
+// SetReceiveDeadline bounds the wait of Receive: after t a blocked or new
+// Receive returns an error satisfying errors.Is(err, os.ErrDeadlineExceeded).
+// The zero time means no deadline.
+func (p *Port) SetReceiveDeadline(t time.Time) error { return p.conn.SetReadDeadline(t) }
+
+// SetSendDeadline bounds how long Send waits for room in a full socket
+// buffer. The zero time means no deadline.
+func (p *Port) SetSendDeadline(t time.Time) error { return p.conn.SetWriteDeadline(t) }
+
+// Close closes the socket. A blocked Receive or Send returns
+// fabric.ErrClosed. Close is idempotent.
+func (p *Port) Close() error {
+	var err error
+	p.closeOnce.Do(func() {
+		p.closed.Store(true)
+		err = p.conn.Close()
+		p.probe.close()
+	})
+	return err
+}
+
+// mapErr turns the poller's closed error into fabric.ErrClosed.
+func (p *Port) mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, net.ErrClosed) || p.closed.Load() {
+		return fabric.ErrClosed
+	}
+	return err
+}

@@ -1,0 +1,316 @@
+//go:build linux
+
+package udp
+
+import (
+	"fmt"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pcor-go/pcor/fabric"
+)
+
+// maxGSOSegments is the most datagrams one GSO send carries (the kernel's
+// UDP_MAX_SEGMENTS on older kernels; newer ones allow more).
+const maxGSOSegments = 64
+
+// gsoCmsgSpace is the room of one UDP_SEGMENT control message.
+var gsoCmsgSpace = unix.CmsgSpace(2)
+
+// sender holds the preallocated system-call arrays of one Send in flight.
+// Senders are pooled so concurrent Sends do not share them.
+type sender struct {
+	p    *Port
+	hdrs []unix.Mmsghdr
+	iovs []unix.Iovec
+	ctrl []byte
+	ndg  []int // datagrams carried by each message
+	nmsg int   // messages built
+	niov int   // high-water marks of iovecs and messages used,
+	nhdr int   // cleared on release
+
+	// state of one transmit, kept here so the poller callbacks below are
+	// built once and do not allocate per call
+	sent  int
+	errno unix.Errno
+	wait  bool
+	ctlFn func(uintptr)
+	wrFn  func(uintptr) bool
+}
+
+func newSender(p *Port) any {
+	b := p.cfg.BatchSize
+	s := &sender{
+		p:    p,
+		hdrs: make([]unix.Mmsghdr, b),
+		iovs: make([]unix.Iovec, 2*b),
+		ctrl: make([]byte, b*gsoCmsgSpace),
+		ndg:  make([]int, b),
+	}
+	for i := 0; i < b; i++ {
+		c := (*unix.Cmsghdr)(unsafe.Pointer(&s.ctrl[i*gsoCmsgSpace]))
+		c.Level = unix.IPPROTO_UDP
+		c.Type = unix.UDP_SEGMENT
+		c.SetLen(unix.CmsgLen(2))
+	}
+	s.ctlFn = func(fd uintptr) { s.wait = !s.attempt(fd) }
+	s.wrFn = s.attempt
+	return s
+}
+
+// Send transmits dgs in order, in batches of up to BatchSize datagrams per
+// sendmmsg, coalescing same-destination same-size runs into GSO sends. It
+// returns the number of datagrams the kernel took. A datagram larger than
+// MaxDatagram(To) stops the batch with fabric.ErrTooBig; a To that is not an
+// *Endpoint of this port's address family stops it with ErrBadEndpoint.
+// Datagrams to an unreachable destination are dropped (Stats.SendDropped)
+// as a network would drop them. A full socket buffer makes Send wait.
+func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
+	if p.closed.Load() {
+		return 0, fabric.ErrClosed
+	}
+	if len(dgs) == 0 {
+		return 0, nil
+	}
+	s := p.sendPool.Get().(*sender)
+	defer s.release()
+	done := 0
+	useGSO := p.gso.Load()
+	probeRun := 0 // size of a refused GSO run now being sent one by one
+	for done < len(dgs) {
+		nd, verr := s.build(dgs[done:], useGSO)
+		if s.nmsg > 0 {
+			m, errno, err := s.transmit()
+			k := s.dgCount(m)
+			done += k
+			if probeRun > 0 && k >= probeRun {
+				// The datagrams the kernel refused as one GSO send went
+				// through one by one: GSO itself is what failed.
+				p.disableGSO()
+				probeRun = 0
+			}
+			if err != nil {
+				return done, p.mapErr(err)
+			}
+			if errno != 0 {
+				if s.ndg[m] > 1 {
+					useGSO = false
+					probeRun = s.ndg[m]
+					continue
+				}
+				d := &dgs[done]
+				if errno == unix.EMSGSIZE {
+					return done, fmt.Errorf("udp: %d bytes to %v: %w (%w)", d.Len(), d.To, fabric.ErrTooBig, errno)
+				}
+				return done, fmt.Errorf("udp: send to %v: %w", d.To, errno)
+			}
+		}
+		if verr != nil {
+			return done, verr
+		}
+		if nd == 0 {
+			break // not reached: build always consumes or fails
+		}
+	}
+	return done, nil
+}
+
+func (p *Port) disableGSO() {
+	if p.gso.CompareAndSwap(true, false) {
+		p.st.gsoFallbacks.Add(1)
+	}
+}
+
+// check validates one datagram and returns its destination and size limit.
+func (p *Port) check(d *fabric.Datagram) (*Endpoint, error) {
+	ep, ok := d.To.(*Endpoint)
+	if !ok || ep == nil {
+		return nil, fmt.Errorf("%w: %T is not a *udp.Endpoint", ErrBadEndpoint, d.To)
+	}
+	if p.family == unix.AF_INET && !ep.is4 {
+		return nil, fmt.Errorf("%w: %v: IPv6 destination on an IPv4 socket", ErrBadEndpoint, ep)
+	}
+	if n, max := d.Len(), p.maxFor(ep); n > max {
+		return nil, fmt.Errorf("udp: %d bytes to %v (max %d): %w", n, ep, max, fabric.ErrTooBig)
+	}
+	return ep, nil
+}
+
+// build fills the message arrays from a prefix of dgs of at most BatchSize
+// datagrams. It returns how many datagrams it took; a non-nil error means
+// dgs[n] is invalid.
+func (s *sender) build(dgs []fabric.Datagram, useGSO bool) (int, error) {
+	p := s.p
+	s.nmsg = 0
+	n := min(len(dgs), len(s.hdrs))
+	iov := 0
+	i := 0
+	for i < n {
+		d := &dgs[i]
+		ep, err := p.check(d)
+		if err != nil {
+			s.mark(iov)
+			return i, err
+		}
+		h := &s.hdrs[s.nmsg].Hdr
+		h.Name, h.Namelen, _ = ep.sockaddr(p.family)
+		h.Iov = &s.iovs[iov]
+		first := iov
+		iov = s.addIov(iov, d)
+		size := d.Len()
+		cnt := 1
+		i++
+		if useGSO && size > 0 {
+			total := size
+			for i < n && cnt < maxGSOSegments {
+				d2 := &dgs[i]
+				ep2, ok := d2.To.(*Endpoint)
+				if !ok || ep2 == nil || !sameDest(ep, ep2) {
+					break
+				}
+				l := d2.Len()
+				if l == 0 || l > size || total+l > MaxPayload {
+					break
+				}
+				iov = s.addIov(iov, d2)
+				total += l
+				cnt++
+				i++
+				if l < size {
+					break // only the last datagram of a run may be shorter
+				}
+			}
+		}
+		h.SetIovlen(iov - first)
+		if cnt > 1 {
+			off := s.nmsg * gsoCmsgSpace
+			*(*uint16)(unsafe.Pointer(&s.ctrl[off+unix.CmsgLen(0)])) = uint16(size)
+			h.Control = &s.ctrl[off]
+			h.SetControllen(gsoCmsgSpace)
+		} else {
+			h.Control = nil
+			h.SetControllen(0)
+		}
+		s.ndg[s.nmsg] = cnt
+		s.nmsg++
+	}
+	s.mark(iov)
+	return i, nil
+}
+
+// mark records how much of the arrays holds pointers, for release.
+func (s *sender) mark(iov int) {
+	s.niov = max(s.niov, iov)
+	s.nhdr = max(s.nhdr, s.nmsg)
+}
+
+func (s *sender) addIov(iov int, d *fabric.Datagram) int {
+	if len(d.Head) > 0 {
+		s.iovs[iov].Base = &d.Head[0]
+		s.iovs[iov].SetLen(len(d.Head))
+		iov++
+	}
+	if len(d.Body) > 0 {
+		s.iovs[iov].Base = &d.Body[0]
+		s.iovs[iov].SetLen(len(d.Body))
+		iov++
+	}
+	return iov
+}
+
+// dgCount is the number of datagrams in the first m messages.
+func (s *sender) dgCount(m int) int {
+	k := 0
+	for _, c := range s.ndg[:m] {
+		k += c
+	}
+	return k
+}
+
+// transmit sends the built messages. It returns how many messages the
+// kernel took (or dropped as undeliverable), the errno that stopped it at
+// the next one, or a poller error (closed port, deadline).
+func (s *sender) transmit() (int, unix.Errno, error) {
+	s.sent, s.errno, s.wait = 0, 0, false
+	// First try without the poller's write lock, so concurrent Sends do
+	// not serialise; only a full socket buffer goes through the poller.
+	if err := s.p.rc.Control(s.ctlFn); err != nil {
+		return s.sent, 0, err
+	}
+	if s.wait {
+		s.p.st.sendWaits.Add(1)
+		if err := s.p.rc.Write(s.wrFn); err != nil {
+			return s.sent, 0, err
+		}
+	}
+	return s.sent, s.errno, nil
+}
+
+// attempt sends messages until all are taken, an error stops it (true) or
+// the socket buffer is full (false: wait for writability and call again).
+func (s *sender) attempt(fd uintptr) bool {
+	st := &s.p.st
+	for s.sent < s.nmsg {
+		n, e := sendmmsg(fd, s.hdrs[s.sent:s.nmsg])
+		st.sendCalls.Add(1)
+		switch {
+		case e == 0:
+			s.account(s.sent, s.sent+n)
+			s.sent += n
+		case e == unix.EINTR:
+		case e == unix.EAGAIN:
+			return false
+		case dropErr(e):
+			st.sendDropped.Add(uint64(s.ndg[s.sent]))
+			s.sent++
+		default:
+			s.errno = e
+			return true
+		}
+	}
+	return true
+}
+
+func (s *sender) account(from, to int) {
+	var dgs, gsoMsgs, gsoSegs uint64
+	for _, c := range s.ndg[from:to] {
+		dgs += uint64(c)
+		if c > 1 {
+			gsoMsgs++
+			gsoSegs += uint64(c)
+		}
+	}
+	st := &s.p.st
+	st.sentDatagrams.Add(dgs)
+	if gsoMsgs > 0 {
+		st.gsoSends.Add(gsoMsgs)
+		st.gsoSegments.Add(gsoSegs)
+	}
+}
+
+// dropErr reports errors that concern one destination only: the datagram
+// is lost as a network would lose it, and the batch goes on.
+func dropErr(e unix.Errno) bool {
+	switch e {
+	case unix.ECONNREFUSED, unix.EHOSTUNREACH, unix.ENETUNREACH, unix.EHOSTDOWN,
+		unix.ENETDOWN, unix.EPERM, unix.EACCES, unix.ENOBUFS:
+		return true
+	}
+	return false
+}
+
+// release drops the references to the caller's buffers and returns the
+// sender to the pool.
+func (s *sender) release() {
+	for i := range s.iovs[:s.niov] {
+		s.iovs[i].Base = nil
+	}
+	for i := range s.hdrs[:s.nhdr] {
+		s.hdrs[i].Hdr.Name = nil
+		s.hdrs[i].Hdr.Iov = nil
+		s.hdrs[i].Hdr.Control = nil
+	}
+	s.niov, s.nhdr, s.nmsg = 0, 0, 0
+	s.p.sendPool.Put(s)
+}

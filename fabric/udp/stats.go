@@ -1,0 +1,45 @@
+//go:build linux
+
+package udp
+
+import "sync/atomic"
+
+// Stats counts what a Port did. All fields only grow.
+type Stats struct {
+	SendCalls     uint64 // sendmmsg system calls
+	SentDatagrams uint64 // datagrams the kernel took (GSO segments counted one by one)
+	GSOSends      uint64 // messages sent as one UDP GSO super-datagram
+	GSOSegments   uint64 // datagrams carried inside those messages
+	GSOFallbacks  uint64 // times the kernel refused GSO and the port turned it off
+	SendWaits     uint64 // times Send waited on the poller for a full socket buffer
+	SendDropped   uint64 // datagrams dropped on a per-destination error (unreachable, refused, ...)
+
+	RecvCalls     uint64 // recvmmsg system calls that returned data
+	RecvDatagrams uint64 // datagrams handed to the caller
+	GROBuffers    uint64 // received buffers that held more than one datagram
+	RecvTruncated uint64 // datagrams dropped because they did not fit a buffer
+}
+
+type stats struct {
+	sendCalls, sentDatagrams, gsoSends, gsoSegments, gsoFallbacks atomic.Uint64
+	sendWaits, sendDropped                                        atomic.Uint64
+	recvCalls, recvDatagrams, groBuffers, recvTruncated           atomic.Uint64
+}
+
+// Stats returns a snapshot of the port's counters.
+func (p *Port) Stats() Stats {
+	s := &p.st
+	return Stats{
+		SendCalls:     s.sendCalls.Load(),
+		SentDatagrams: s.sentDatagrams.Load(),
+		GSOSends:      s.gsoSends.Load(),
+		GSOSegments:   s.gsoSegments.Load(),
+		GSOFallbacks:  s.gsoFallbacks.Load(),
+		SendWaits:     s.sendWaits.Load(),
+		SendDropped:   s.sendDropped.Load(),
+		RecvCalls:     s.recvCalls.Load(),
+		RecvDatagrams: s.recvDatagrams.Load(),
+		GROBuffers:    s.groBuffers.Load(),
+		RecvTruncated: s.recvTruncated.Load(),
+	}
+}
