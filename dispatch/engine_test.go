@@ -3,7 +3,6 @@ package dispatch
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -78,5 +77,5 @@ func TestSizesOverMem(t *testing.T) {
 			t.Fatalf("%d: data differs", n)
 		}
 	}
-	fmt.Println(e0.Stats()[0].FragsSent, e1.Stats()[0].AcksSent)
+	t.Logf("fragments sent %d, acks %d", e0.Stats()[0].FragsSent, e1.Stats()[0].AcksSent)
 }
