@@ -1,0 +1,116 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+)
+
+const key = 0x1234567890abcdef
+
+func encode(h Header, body []byte) []byte {
+	pkt := make([]byte, HeaderSize+len(body))
+	h.Encode(pkt[:HeaderSize], body)
+	copy(pkt[HeaderSize:], body)
+	return pkt
+}
+
+func TestRoundTrip(t *testing.T) {
+	body := []byte("fragment payload")
+	h := Header{Kind: Data, Flags: FlagAckNow, Hops: 3, JobKey: key, SrcProc: 1, SrcThread: 2, DstProc: 3,
+		DstThread: 4, Tag: -5, FragSize: 16, MsgID: 6, Seq: 7, Total: 40, FragIndex: 1}
+	pkt := encode(h, body)
+	got, b, err := Decode(pkt, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.BodyLen = uint32(len(body))
+	if got != h || !bytes.Equal(b, body) {
+		t.Fatalf("got %+v %q", got, b)
+	}
+}
+
+func TestRejects(t *testing.T) {
+	good := Header{Kind: Data, JobKey: key, FragSize: 100, Total: 250, FragIndex: 2}
+	body := make([]byte, 50)
+	cases := []struct {
+		name string
+		pkt  func() []byte
+		want error
+	}{
+		{"short", func() []byte { return make([]byte, HeaderSize-1) }, ErrShort},
+		{"magic", func() []byte { p := encode(good, body); p[0] ^= 1; return p }, ErrMagic},
+		{"version", func() []byte { p := encode(good, body); p[2] = 9; return p }, ErrVersion},
+		{"jobkey", func() []byte { h := good; h.JobKey = 1; return encode(h, body) }, ErrJobKey},
+		{"checksum", func() []byte { p := encode(good, body); p[HeaderSize+3] ^= 0x40; return p }, ErrChecksum},
+		{"truncated", func() []byte { p := encode(good, body); return p[:len(p)-1] }, ErrLength},
+		{"index past end", func() []byte { h := good; h.FragIndex = 3; return encode(h, body) }, ErrLength},
+		{"wrong body length", func() []byte { return encode(good, body[:49]) }, ErrLength},
+		{"zero frag size", func() []byte { h := good; h.FragSize = 0; return encode(h, body) }, ErrLength},
+		{"kind", func() []byte { h := good; h.Kind = 99; return encode(h, body) }, ErrKind},
+	}
+	for _, c := range cases {
+		if _, _, err := Decode(c.pkt(), key); !errors.Is(err, c.want) {
+			t.Errorf("%s: got %v, want %v", c.name, err, c.want)
+		}
+	}
+}
+
+func TestFragGeometry(t *testing.T) {
+	if FragCount(0, 100) != 1 || FragCount(100, 100) != 1 || FragCount(101, 100) != 2 {
+		t.Fatal("FragCount")
+	}
+	if FragLen(250, 100, 2) != 50 || FragLen(250, 100, 0) != 100 || FragLen(0, 100, 0) != 0 {
+		t.Fatal("FragLen")
+	}
+}
+
+func TestAckRoundTrip(t *testing.T) {
+	a := AckBody{Cum: 10, Window: 4096, NSack: 2, Echo: 20}
+	a.Sack[0] = SackBlock{12, 15}
+	a.Sack[1] = SackBlock{18, 21}
+	b := a.Put(make([]byte, AckBodyLen(MaxSackBlocks)))
+	got, err := DecodeAck(b)
+	if err != nil || got != a {
+		t.Fatalf("got %+v %v", got, err)
+	}
+	// Blocks must be ordered and above the cumulative point.
+	bad := a
+	bad.Sack[1] = SackBlock{13, 14}
+	if _, err := DecodeAck(bad.Put(make([]byte, AckBodyLen(2)))); err == nil {
+		t.Fatal("overlapping blocks accepted")
+	}
+	if _, err := DecodeAck(b[:len(b)-1]); err == nil {
+		t.Fatal("short ack accepted")
+	}
+}
+
+func BenchmarkEncodeDecode64K(b *testing.B) {
+	body := make([]byte, MaxFragment-HeaderSize)
+	h := Header{Kind: Data, JobKey: key, FragSize: uint32(len(body)), Total: uint64(len(body))}
+	pkt := make([]byte, HeaderSize+len(body))
+	copy(pkt[HeaderSize:], body)
+	b.SetBytes(int64(len(pkt)))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		h.Seq = uint64(i)
+		h.Encode(pkt[:HeaderSize], pkt[HeaderSize:])
+		if _, _, err := Decode(pkt, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkEncodeDecodeSmall(b *testing.B) {
+	body := make([]byte, 64)
+	h := Header{Kind: Data, JobKey: key, FragSize: 1000, Total: 64}
+	pkt := make([]byte, HeaderSize+len(body))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		h.Seq = uint64(i)
+		h.Encode(pkt[:HeaderSize], pkt[HeaderSize:])
+		if _, _, err := Decode(pkt, key); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
