@@ -194,3 +194,67 @@ func TestNetnsGSOFallback(t *testing.T) {
 		t.Errorf("GSOFallbacks = %d, GSO() = %v; want 1, false", s.GSOFallbacks, a.GSO())
 	}
 }
+
+// TestNetnsSlowLinkSendWaits slows the link with a token bucket so that
+// datagrams pile up in the qdisc, charged to the sender's socket buffer:
+// Send then meets EAGAIN and must wait on the poller (not spin), a send
+// deadline must stop it, and Close must wake it.
+func TestNetnsSlowLinkSendWaits(t *testing.T) {
+	nsA, nsB := netnsPair(t, 1500)
+	if out, err := exec.Command("ip", "netns", "exec", nsA, "tc", "qdisc", "add", "dev", "va", "root",
+		"tbf", "rate", "20mbit", "burst", "16kb", "limit", "4mb").CombinedOutput(); err != nil {
+		t.Skipf("tc tbf unavailable: %v: %s", err, out)
+	}
+	a := listenIn(t, nsA, "10.77.0.1:0", Config{SendBuffer: 64 << 10, DisableGSO: true})
+	b := listenIn(t, nsB, "10.77.0.2:0", Config{})
+	to, _ := a.ParseEndpoint(b.LocalEndpoint().String())
+	warmUp(t, a, b, to)
+
+	// 300 x 1472 bytes at 20 Mbit/s: about 180 ms, far more than 64 KiB
+	// of socket buffer holds.
+	rng := rand.New(rand.NewPCG(30, 31))
+	dgs := sameSizeRun(rng, 300, 1472, 1472, to.(*Endpoint))
+	a.SetSendDeadline(time.Now().Add(10 * time.Second))
+	start := time.Now()
+	n, err := a.Send(dgs)
+	if err != nil || n != len(dgs) {
+		t.Fatalf("Send = %d, %v", n, err)
+	}
+	checkSame(t, dgs, receiveN(t, b, len(dgs), 10*time.Second))
+	s := a.Stats()
+	t.Logf("sent in %v: %+v", time.Since(start), s)
+	if s.SendWaits == 0 {
+		t.Fatalf("Send never waited for the socket buffer")
+	}
+	// Each wait costs at most the sendmmsg that met EAGAIN and the one
+	// after wake-up; spinning would show as many more calls.
+	if limit := 2*s.SendWaits + uint64(len(dgs)/a.BatchSize()) + 2; s.SendCalls > limit {
+		t.Errorf("%d sendmmsg calls for %d waits: spinning?", s.SendCalls, s.SendWaits)
+	}
+
+	// A deadline stops a Send stuck on a full buffer.
+	big := sameSizeRun(rng, 2000, 1472, 1472, to.(*Endpoint))
+	a.SetSendDeadline(time.Now().Add(50 * time.Millisecond))
+	n, err = a.Send(big)
+	if !errors.Is(err, os.ErrDeadlineExceeded) || n >= len(big) {
+		t.Fatalf("Send past the deadline = %d, %v; want fewer than %d, os.ErrDeadlineExceeded", n, err, len(big))
+	}
+
+	// Close wakes a Send stuck on a full buffer.
+	a.SetSendDeadline(time.Time{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := a.Send(big)
+		errc <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	a.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, fabric.ErrClosed) {
+			t.Fatalf("blocked Send after Close = %v, want fabric.ErrClosed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not wake a blocked Send")
+	}
+}

@@ -239,7 +239,6 @@ func (s *sender) transmit() (int, unix.Errno, error) {
 		return s.sent, 0, err
 	}
 	if s.wait {
-		s.p.st.sendWaits.Add(1)
 		if err := s.p.rc.Write(s.wrFn); err != nil {
 			return s.sent, 0, err
 		}
@@ -260,6 +259,7 @@ func (s *sender) attempt(fd uintptr) bool {
 			s.sent += n
 		case e == unix.EINTR:
 		case e == unix.EAGAIN:
+			st.sendWaits.Add(1)
 			return false
 		case dropErr(e):
 			st.sendDropped.Add(uint64(s.ndg[s.sent]))

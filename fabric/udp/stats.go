@@ -11,7 +11,7 @@ type Stats struct {
 	GSOSends      uint64 // messages sent as one UDP GSO super-datagram
 	GSOSegments   uint64 // datagrams carried inside those messages
 	GSOFallbacks  uint64 // times the kernel refused GSO and the port turned it off
-	SendWaits     uint64 // times Send waited on the poller for a full socket buffer
+	SendWaits     uint64 // times a Send met a full socket buffer and waited on the poller
 	SendDropped   uint64 // datagrams dropped on a per-destination error (unreachable, refused, ...)
 
 	RecvCalls     uint64 // recvmmsg system calls that returned data
