@@ -1,0 +1,143 @@
+package pcor_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/pcor"
+)
+
+const jobKey = 0x5eed_cafe
+
+// TestMain lets the test binary act as the peer process of the
+// multi-process tests.
+func TestMain(m *testing.M) {
+	if role := os.Getenv("PCOR_TEST_ROLE"); role != "" {
+		os.Exit(runRole(role))
+	}
+	os.Exit(m.Run())
+}
+
+func runRole(role string) int {
+	switch role {
+	case "echo":
+		return echoPeer()
+	}
+	fmt.Fprintln(os.Stderr, "unknown role", role)
+	return 2
+}
+
+// echoPeer is process 1: it sends every message it receives back to its
+// sender, until a message with tag 0 arrives.
+func echoPeer() int {
+	n, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: jobKey,
+		Peers: []pcor.Peer{{Proc: 0, Addr: os.Getenv("PCOR_TEST_PEER")}}})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer n.Close()
+	fmt.Printf("ADDR %s\n", n.Endpoints()[0].Addr)
+	t := n.NewThread()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	for {
+		m, err := t.Recv(ctx, pcor.Any, pcor.AnyTag)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "recv:", err)
+			return 1
+		}
+		if m.Tag == 0 {
+			return 0
+		}
+		if err := t.Send(ctx, m.Src, m.Tag, m.Data); err != nil {
+			fmt.Fprintln(os.Stderr, "send:", err)
+			return 1
+		}
+	}
+}
+
+// startPeer starts the test binary as process 1 in role and returns its
+// address once it is listening.
+func startPeer(t *testing.T, role string, self *pcor.Node) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PCOR_TEST_ROLE="+role, "PCOR_TEST_PEER="+self.Endpoints()[0].Addr)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ADDR ") {
+		t.Fatalf("peer did not start: %q %v", line, err)
+	}
+	return cmd, strings.TrimSpace(strings.TrimPrefix(line, "ADDR "))
+}
+
+func randomBytes(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, seed^0x9e37))
+	b := make([]byte, n)
+	for i := 0; i+8 <= n; i += 8 {
+		v := r.Uint64()
+		for j := 0; j < 8; j++ {
+			b[i+j] = byte(v >> (8 * j))
+		}
+	}
+	for i := n &^ 7; i < n; i++ {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+func TestTwoProcessesUDP(t *testing.T) {
+	n, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	cmd, addr := startPeer(t, "echo", n)
+	if err := n.AddPeer(pcor.Peer{Proc: 1, Addr: addr}); err != nil {
+		t.Fatal(err)
+	}
+	th := n.NewThread()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	peer := pcor.Addr{Proc: 1, Thread: 0}
+	sizes := []int{0, 1, 65535, 65536, 65537, 2095872, 2095873, 64 << 20}
+	for i, size := range sizes {
+		data := randomBytes(size, uint64(size))
+		start := time.Now()
+		if err := th.Send(ctx, peer, pcor.Tag(i+1), data); err != nil {
+			t.Fatalf("send %d: %v", size, err)
+		}
+		m, err := th.Recv(ctx, peer, pcor.Tag(i+1))
+		if err != nil {
+			t.Fatalf("recv %d: %v", size, err)
+		}
+		if !bytes.Equal(m.Data, data) {
+			t.Fatalf("%d bytes came back different", size)
+		}
+		t.Logf("%9d B round trip in %v", size, time.Since(start))
+	}
+	if err := th.Send(ctx, peer, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("peer: %v", err)
+	}
+	st := n.Stats()[0]
+	t.Logf("sent %d fragments, %d retransmitted, %d dropped", st.FragsSent, st.Retransmits, st.DroppedTotal)
+}
