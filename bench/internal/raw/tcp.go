@@ -104,7 +104,7 @@ func (s *tcpSink) accept(bufSize int) {
 	}
 }
 
-func (s *tcpSink) Addr() string                      { return s.ln.Addr().String() }
+func (s *tcpSink) Addr() string                        { return s.ln.Addr().String() }
 func (s *tcpSink) Go(ctx context.Context, n int) error { return nil }
 func (s *tcpSink) Stop() error {
 	err := s.ln.Close()

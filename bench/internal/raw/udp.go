@@ -149,7 +149,7 @@ type udpJob struct {
 	stop func() error
 }
 
-func (j *udpJob) Addr() string                      { return j.p.LocalEndpoint().String() }
+func (j *udpJob) Addr() string                        { return j.p.LocalEndpoint().String() }
 func (j *udpJob) Go(ctx context.Context, n int) error { return nil }
 func (j *udpJob) Stop() error {
 	j.p.Close()
