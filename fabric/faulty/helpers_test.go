@@ -114,4 +114,3 @@ func within(t *testing.T, name string, got uint64, n int, p float64) {
 		t.Errorf("%s = %d, want %.0f ± %.0f (n=%d, p=%v)", name, got, mean, 5*sd, n, p)
 	}
 }
-
