@@ -39,7 +39,7 @@ type Config struct {
 	UnreachableTimeout time.Duration
 	// Window is the most fragments in flight per peer (default 4096).
 	Window int
-	// MinRTO and MaxRTO bound the retransmission timeout (default 4 ms, 1 s).
+	// MinRTO and MaxRTO bound the retransmission timeout (default 10 ms, 1 s).
 	MinRTO, MaxRTO time.Duration
 }
 
@@ -50,7 +50,7 @@ const (
 	defaultBuckets    = 4096
 	defaultUnreach    = 5 * time.Second
 	defaultWindow     = 4096
-	defaultMinRTO     = 4 * time.Millisecond
+	defaultMinRTO     = 10 * time.Millisecond
 	defaultMaxRTO     = time.Second
 	initialRTO        = 50 * time.Millisecond
 	initialCwnd       = 32

@@ -108,17 +108,15 @@ func (p *peer) fill(b *batch, rt *route, now int64) {
 		p.armTimer(t.busyUntil, now)
 		return
 	}
+	cwnd := int(t.cwnd)
 	if t.nNeed > 0 {
-		for i := 0; i < t.rlen && t.nNeed > 0 && !b.full(); i++ {
+		for i := 0; i < t.rlen && t.nNeed > 0 && !b.full() && t.pipe() < cwnd; i++ {
 			en := t.at(i)
 			if !en.need {
 				continue
 			}
 			en.need = false
 			t.nNeed--
-			if en.sacked {
-				continue
-			}
 			if en.sentAt != 0 {
 				en.retrans = true
 				rt.port.c.retrans.Add(1)
@@ -127,11 +125,7 @@ func (p *peer) fill(b *batch, rt *route, now int64) {
 			p.build(b, rt, en)
 		}
 	}
-	limit := int(t.cwnd)
-	if t.peerWin < limit {
-		limit = t.peerWin
-	}
-	for !b.full() && t.qhead != nil && t.rlen < limit {
+	for !b.full() && t.qhead != nil && t.pipe() < cwnd && t.rlen < t.peerWin {
 		r := t.qhead
 		if !r.started {
 			r.started = true
@@ -293,9 +287,6 @@ func (p *peer) onAck(a *wire.AckBody, pt *port) {
 			newly++
 			p.acked(en, b)
 		}
-		if en.need {
-			t.nNeed--
-		}
 		t.pop()
 	}
 	highest := a.Cum
@@ -311,6 +302,7 @@ func (p *peer) onAck(a *wire.AckBody, pt *port) {
 			}
 			if !en.sacked {
 				en.sacked = true
+				t.nSacked++
 				newly++
 				p.acked(en, b)
 				if en.need {
@@ -431,7 +423,6 @@ func (p *peer) fail(err error) {
 	for t.rlen > 0 {
 		t.pop()
 	}
-	t.nNeed = 0
 	t.qhead, t.qtail = nil, nil
 	p.mu.Unlock()
 	for _, r := range reqs {

@@ -30,7 +30,8 @@ type txStream struct {
 	ring  []txEntry // in flight, ordered by seq, as a ring
 	rhead int
 	rlen  int
-	nNeed int
+	nNeed   int
+	nSacked int
 
 	nextSeq   uint64
 	nextMsgID uint64
@@ -75,6 +76,11 @@ func (t *txStream) push(e txEntry) {
 }
 
 func (t *txStream) pop() {
+	if e := &t.ring[t.rhead]; e.sacked {
+		t.nSacked--
+	} else if e.need {
+		t.nNeed--
+	}
 	t.ring[t.rhead] = txEntry{}
 	t.rhead = (t.rhead + 1) % len(t.ring)
 	t.rlen--
@@ -101,6 +107,10 @@ func (t *txStream) enqueue(r *Request) {
 	}
 	t.qtail = r
 }
+
+// pipe estimates the fragments in the network: in flight, neither
+// selectively acknowledged nor presumed lost.
+func (t *txStream) pipe() int { return t.rlen - t.nSacked - t.nNeed }
 
 func (t *txStream) idle() bool { return t.rlen == 0 && t.qhead == nil }
 

@@ -30,6 +30,10 @@ func runRole(role string) int {
 	switch role {
 	case "echo":
 		return echoPeer()
+	case "sink":
+		return sinkPeer()
+	case "source":
+		return sourcePeer()
 	}
 	fmt.Fprintln(os.Stderr, "unknown role", role)
 	return 2
