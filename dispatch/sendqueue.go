@@ -27,9 +27,9 @@ type txEntry struct {
 type txStream struct {
 	qhead, qtail *Request // messages with fragments not yet cut
 
-	ring  []txEntry // in flight, ordered by seq, as a ring
-	rhead int
-	rlen  int
+	ring    []txEntry // in flight, ordered by seq, as a ring
+	rhead   int
+	rlen    int
 	nNeed   int
 	nSacked int
 
