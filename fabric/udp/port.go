@@ -51,7 +51,8 @@ type Port struct {
 var _ fabric.Port = (*Port)(nil)
 
 // Listen opens a UDP port bound to addr ("ip:port"; port 0 picks a free
-// one) with SO_REUSEADDR and SO_REUSEPORT set.
+// one; ":port" binds every address, IPv4 and IPv6) with SO_REUSEADDR and
+// SO_REUSEPORT set.
 func Listen(addr string, cfg Config) (*Port, error) {
 	cfg = cfg.withDefaults()
 	if cfg.BatchSize < 1 || cfg.BatchSize > MaxBatchSize {
@@ -62,9 +63,6 @@ func Listen(addr string, cfg Config) (*Port, error) {
 	}
 	if cfg.MTU != 0 && (cfg.MTU < 576 || cfg.MTU > 65536) {
 		return nil, fmt.Errorf("udp: MTU %d out of range 576..65536", cfg.MTU)
-	}
-	if _, err := netip.ParseAddrPort(addr); err != nil {
-		return nil, fmt.Errorf("udp: listen address %q: %w", addr, err)
 	}
 	lc := net.ListenConfig{Control: reuseport.Control}
 	pc, err := lc.ListenPacket(context.Background(), "udp", addr)

@@ -116,7 +116,7 @@ func TestRoundTripBatches(t *testing.T) {
 }
 
 // sameSizeRun builds n datagrams of size bytes (head 16) to one endpoint,
-// the last one lastSize bytes.
+// the last one lastSize bytes (both at least 16).
 func sameSizeRun(rng *rand.Rand, n, size, lastSize int, to *Endpoint) []fabric.Datagram {
 	dgs := make([]fabric.Datagram, n)
 	for i := range dgs {
@@ -515,6 +515,39 @@ func TestIPv6Loopback(t *testing.T) {
 	if got := receiveN(t, b, 1, 5*time.Second); len(got[0]) != MaxPayload {
 		t.Fatalf("got %d bytes", len(got[0]))
 	}
+}
+
+func TestZeroLengthDatagrams(t *testing.T) {
+	a := listen(t, "127.0.0.1:0", Config{})
+	b := listen(t, "127.0.0.1:0", Config{})
+	to := endpoint(t, b)
+	dgs := []fabric.Datagram{{To: to}, {Head: []byte("h"), To: to}, {To: to}, {Body: []byte("b"), To: to}, {To: to}}
+	if n, err := a.Send(dgs); err != nil || n != len(dgs) {
+		t.Fatalf("Send = %d, %v", n, err)
+	}
+	checkSame(t, dgs, receiveN(t, b, len(dgs), 5*time.Second))
+}
+
+func TestDualStackToIPv4(t *testing.T) {
+	a, err := Listen("[::]:0", Config{})
+	if err != nil {
+		t.Skipf("no IPv6: %v", err)
+	}
+	defer a.Close()
+	b := listen(t, "127.0.0.1:0", Config{})
+	to, err := a.ParseEndpoint(b.LocalEndpoint().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := a.MaxDatagram(to); m != MaxPayload {
+		t.Errorf("MaxDatagram(127.0.0.1) from a dual-stack socket = %d", m)
+	}
+	rng := rand.New(rand.NewPCG(14, 15))
+	dgs := append(randomDatagrams(rng, 10, 900, to.(*Endpoint)), sameSizeRun(rng, 20, 1000, 17, to.(*Endpoint))...)
+	if n, err := a.Send(dgs); err != nil || n != len(dgs) {
+		t.Fatalf("Send = %d, %v", n, err)
+	}
+	checkSame(t, dgs, receiveN(t, b, len(dgs), 5*time.Second))
 }
 
 func TestSendAllocations(t *testing.T) {
