@@ -26,9 +26,10 @@ const (
 	mtuTTL = 30 * time.Second
 )
 
-// mtuEntry is a cached MaxDatagram of one Endpoint for one Port.
+// mtuEntry is a cached MaxDatagram of one Endpoint for one Port (by id,
+// so an Endpoint does not keep a closed Port's buffers alive).
 type mtuEntry struct {
-	port    *Port
+	port    uint64
 	max     int
 	expires int64 // unix nanoseconds
 }
@@ -61,7 +62,7 @@ func (p *Port) maxFor(ep *Endpoint) int {
 	if ep.loop {
 		return MaxPayload
 	}
-	if e := ep.mtu.Load(); e != nil && e.port == p {
+	if e := ep.mtu.Load(); e != nil && e.port == p.id {
 		return e.max
 	}
 	return p.maxDatagram(ep, time.Now().UnixNano())
@@ -74,7 +75,7 @@ func (p *Port) maxDatagram(ep *Endpoint, now int64) int {
 	if ep.loop {
 		return MaxPayload
 	}
-	if e := ep.mtu.Load(); e != nil && e.port == p && now < e.expires {
+	if e := ep.mtu.Load(); e != nil && e.port == p.id && now < e.expires {
 		return e.max
 	}
 	mtu, err := p.probe.mtu(ep, p.family)
@@ -82,7 +83,7 @@ func (p *Port) maxDatagram(ep *Endpoint, now int64) int {
 		return fallbackMTU - p.overhead(ep)
 	}
 	m := min(mtu-p.overhead(ep), MaxPayload)
-	ep.mtu.Store(&mtuEntry{port: p, max: m, expires: now + int64(mtuTTL)})
+	ep.mtu.Store(&mtuEntry{port: p.id, max: m, expires: now + int64(mtuTTL)})
 	return m
 }
 

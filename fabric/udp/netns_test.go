@@ -158,6 +158,20 @@ func TestNetnsVethMTU(t *testing.T) {
 		t.Errorf("Send of 1473 bytes = %d, %v; want ErrTooBig", n, err)
 	}
 
+	// A destination without a route loses its datagram; the batch goes on.
+	nowhere, _ := a.ParseEndpoint("10.78.0.1:9")
+	before := a.Stats().SendDropped
+	n, err = a.Send([]fabric.Datagram{{Body: []byte("lost"), To: nowhere}, {Body: []byte("kept"), To: to}})
+	if n != 2 || err != nil {
+		t.Fatalf("Send with an unroutable destination = %d, %v; want 2, nil", n, err)
+	}
+	if got := receiveN(t, b, 1, 5*time.Second); string(got[0]) != "kept" {
+		t.Fatalf("got %q after the unroutable datagram", got[0])
+	}
+	if d := a.Stats().SendDropped - before; d != 1 {
+		t.Errorf("SendDropped grew by %d, want 1", d)
+	}
+
 	// The probe reads the route in the port's own namespace (from the host
 	// namespace 10.77.0.2 has no route, and the fallback would say 1472):
 	// a smaller link MTU shows up for a fresh endpoint.

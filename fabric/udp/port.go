@@ -25,6 +25,7 @@ const Kind = "udp"
 // Port is a fabric.Port on one UDP socket. Any number of goroutines may
 // call Send concurrently; one goroutine at a time calls Receive or Poll.
 type Port struct {
+	id     uint64 // distinguishes ports in Endpoint MTU caches
 	cfg    Config
 	conn   *net.UDPConn
 	rc     syscall.RawConn
@@ -50,6 +51,8 @@ type Port struct {
 
 var _ fabric.Port = (*Port)(nil)
 
+var portIDs atomic.Uint64
+
 // Listen opens a UDP port bound to addr ("ip:port"; port 0 picks a free
 // one; ":port" binds every address, IPv4 and IPv6) with SO_REUSEADDR and
 // SO_REUSEPORT set.
@@ -70,7 +73,7 @@ func Listen(addr string, cfg Config) (*Port, error) {
 		return nil, fmt.Errorf("udp: listen %s: %w", addr, err)
 	}
 	conn := pc.(*net.UDPConn)
-	p := &Port{cfg: cfg, conn: conn}
+	p := &Port{id: portIDs.Add(1), cfg: cfg, conn: conn}
 	if err := p.setup(); err != nil {
 		conn.Close()
 		return nil, err
