@@ -1,0 +1,157 @@
+package directory
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Environment variables read by FromEnv. See README.md.
+const (
+	EnvCoord     = "PCOR_COORD"
+	EnvRank      = "PCOR_RANK"
+	EnvSize      = "PCOR_SIZE"
+	EnvJobKey    = "PCOR_JOBKEY"
+	EnvDirectory = "PCOR_DIRECTORY"
+	EnvListen    = "PCOR_LISTEN"
+)
+
+// Values of PCOR_DIRECTORY.
+const (
+	// ServeAuto (default): rank 0 serves the directory when PCOR_COORD is
+	// a local address nobody serves yet.
+	ServeAuto = "auto"
+	// ServeEmbed: this process serves the directory (it fails if it
+	// cannot listen on PCOR_COORD).
+	ServeEmbed = "embed"
+	// ServeNever: only join; the directory runs elsewhere.
+	ServeNever = "join"
+)
+
+// Env is what the environment says about this process's place in the
+// application.
+type Env struct {
+	// Coord is the directory's TCP address (PCOR_COORD).
+	Coord string
+	// Rank is this process's rank, or AnyProc when no launcher gave one.
+	Rank int
+	// Size is the number of processes started, or 0 when unknown.
+	Size int
+	// JobKey is the application's key; HasJobKey says whether one was
+	// given (PCOR_JOBKEY) or derived (from SLURM_JOB_ID and
+	// SLURM_STEP_ID).
+	JobKey    uint64
+	HasJobKey bool
+	// Launcher names where Rank came from: "pcor", "openmpi", "pmi",
+	// "pmix", "slurm", or "" when none.
+	Launcher string
+	// Directory is PCOR_DIRECTORY: ServeAuto, ServeEmbed or ServeNever.
+	Directory string
+	// Listen is PCOR_LISTEN, the ports to open (read by pcor.FromEnv).
+	Listen string
+}
+
+// launchers are tried in order: the MPI launchers' own variables win over
+// Slurm's, because mpirun inside a Slurm allocation inherits SLURM_PROCID
+// from the batch shell while its own variables are per process.
+var launchers = []struct{ name, rank, size string }{
+	{"pcor", EnvRank, EnvSize},
+	{"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+	{"pmi", "PMI_RANK", "PMI_SIZE"},
+	{"pmix", "PMIX_RANK", ""},
+	{"slurm", "SLURM_PROCID", "SLURM_NTASKS"},
+}
+
+// FromEnv reads the process environment (see ParseEnv).
+func FromEnv() (Env, error) { return ParseEnv(os.LookupEnv) }
+
+// ParseEnv reads the bootstrap variables through lookup. Malformed values
+// are errors wrapping ErrEnv; absent ones leave their field unset.
+func ParseEnv(lookup func(string) (string, bool)) (Env, error) {
+	get := func(k string) string {
+		v, _ := lookup(k)
+		return strings.TrimSpace(v)
+	}
+	e := Env{Rank: AnyProc, Coord: get(EnvCoord), Listen: get(EnvListen), Directory: ServeAuto}
+	for _, l := range launchers {
+		rs := get(l.rank)
+		if rs == "" {
+			continue
+		}
+		r, err := parseCount(l.rank, rs)
+		if err != nil {
+			return Env{}, err
+		}
+		e.Rank, e.Launcher = r, l.name
+		if l.size != "" {
+			if ss := get(l.size); ss != "" {
+				if e.Size, err = parseCount(l.size, ss); err != nil {
+					return Env{}, err
+				}
+			}
+		}
+		break
+	}
+	if ss := get(EnvSize); ss != "" {
+		n, err := parseCount(EnvSize, ss)
+		if err != nil {
+			return Env{}, err
+		}
+		e.Size = n
+	} else if e.Size == 0 && get("SLURM_NTASKS") != "" {
+		n, err := parseCount("SLURM_NTASKS", get("SLURM_NTASKS"))
+		if err != nil {
+			return Env{}, err
+		}
+		e.Size = n
+	}
+	if e.Rank != AnyProc && e.Size > 0 && e.Rank >= e.Size {
+		return Env{}, fmt.Errorf("%w: rank %d not below size %d (%s)", ErrEnv, e.Rank, e.Size, e.Launcher)
+	}
+	if ks := get(EnvJobKey); ks != "" {
+		k, err := ParseJobKey(ks)
+		if err != nil {
+			return Env{}, err
+		}
+		e.JobKey, e.HasJobKey = k, true
+	} else if job := get("SLURM_JOB_ID"); job != "" {
+		e.JobKey = xxhash.Sum64String("slurm:" + job + "." + get("SLURM_STEP_ID"))
+		e.HasJobKey = true
+	}
+	switch d := strings.ToLower(get(EnvDirectory)); d {
+	case "", ServeAuto:
+	case ServeEmbed, ServeNever:
+		e.Directory = d
+	default:
+		return Env{}, fmt.Errorf("%w: %s=%q (want %s, %s or %s)", ErrEnv, EnvDirectory, d, ServeAuto, ServeEmbed, ServeNever)
+	}
+	return e, nil
+}
+
+// ParseJobKey parses a job key in hex (an optional 0x prefix, at most 16
+// digits).
+func ParseJobKey(s string) (uint64, error) {
+	h := strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
+	if h == "" || len(h) > 16 {
+		return 0, fmt.Errorf("%w: %s=%q is not a 64-bit hex key", ErrEnv, EnvJobKey, s)
+	}
+	k, err := strconv.ParseUint(h, 16, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s=%q is not a 64-bit hex key", ErrEnv, EnvJobKey, s)
+	}
+	return k, nil
+}
+
+// FormatJobKey is the PCOR_JOBKEY form of a key.
+func FormatJobKey(k uint64) string { return fmt.Sprintf("%016x", k) }
+
+func parseCount(name, s string) (int, error) {
+	n, err := strconv.ParseUint(s, 10, 31)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s=%q is not a non-negative integer", ErrEnv, name, s)
+	}
+	return int(n), nil
+}

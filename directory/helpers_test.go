@@ -1,0 +1,76 @@
+package directory
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+)
+
+const testKey = 0x5eed5eed12345678
+
+func startServer(t *testing.T, cfg ServerConfig) *Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.JobKey == 0 {
+		cfg.JobKey = testKey
+	}
+	s, err := NewServer(ln, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func testPorts(addr string) []PortInfo {
+	return []PortInfo{{Fabric: "udp", Network: "default", Addr: addr}}
+}
+
+func join(t *testing.T, s *Server, proc int) *Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := Join(ctx, s.Addr().String(), JoinRequest{JobKey: testKey, Proc: proc, Ports: testPorts("127.0.0.1:1")})
+	if err != nil {
+		t.Fatalf("join as %d: %v", proc, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// nextEvent waits for c's next event.
+func nextEvent(t *testing.T, c *Client, within time.Duration) Event {
+	t.Helper()
+	select {
+	case ev, ok := <-c.Events():
+		if !ok {
+			t.Fatalf("proc %d: events closed: %v", c.Proc(), c.Err())
+		}
+		return ev
+	case <-time.After(within):
+		t.Fatalf("proc %d: no event within %v", c.Proc(), within)
+	}
+	return Event{}
+}
+
+// noEvent checks that c receives no event for a while.
+func noEvent(t *testing.T, c *Client, d time.Duration) {
+	t.Helper()
+	select {
+	case ev := <-c.Events():
+		t.Fatalf("proc %d: unexpected event %+v", c.Proc(), ev)
+	case <-time.After(d):
+	}
+}
+
+func procs(ms []Member) []uint32 {
+	var ps []uint32
+	for _, m := range ms {
+		ps = append(ps, m.Proc)
+	}
+	return ps
+}
