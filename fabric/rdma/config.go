@@ -1,0 +1,83 @@
+package rdma
+
+import "time"
+
+// Config selects the device and sizes a Port. The zero value picks the
+// first supported device, port 1, its first RoCEv2 IPv4 GID and a
+// handshake listener on 127.0.0.1 with an ephemeral port.
+type Config struct {
+	Sysfs  string // sysfs mount; default /sys
+	Device string // ib device name; default the first supported one
+	Port   uint8  // device port; default 1
+	GID    string // local GID (IPv6 or IPv4 form) to send from; default automatic
+
+	// Addr is the TCP address of the handshake listener, which is also the
+	// port's Endpoint. Default "127.0.0.1:0". An unspecified host
+	// (0.0.0.0, ::) is advertised as the GID's IPv4 address.
+	Addr string
+
+	RecvBuffers int // 64 KiB receive buffers in the pool; default 256
+	RecvPerPeer int // receive buffers posted on each peer QP; default 32
+	SendBuffers int // 64 KiB send buffers in the pool; default 128
+	SendDepth   int // outstanding sends per QP; default 64
+
+	HandshakeTimeout time.Duration // connecting to a peer; default 5s
+	SendTimeout      time.Duration // waiting for send credit before a peer is declared dead; default 5s
+	RetryBackoff     time.Duration // after a failed connect, drop to that peer for this long; default 1s
+
+	AckTimeout uint8 // QP ACK timeout exponent, 4.096µs·2^n; default 14 (67 ms)
+	RetryCount uint8 // transport retries; default 7
+	RNRRetry   uint8 // receiver-not-ready retries, 7 = forever; default 7
+}
+
+// BufSize is the size of a pool buffer.
+const BufSize = 64 << 10
+
+// MaxDatagram is the largest datagram a Port carries.
+const MaxDatagram = 65507
+
+func (c Config) withDefaults() Config {
+	if c.Port == 0 {
+		c.Port = 1
+	}
+	if c.Addr == "" {
+		c.Addr = "127.0.0.1:0"
+	}
+	if c.RecvBuffers <= 0 {
+		c.RecvBuffers = 256
+	}
+	if c.RecvPerPeer <= 0 {
+		c.RecvPerPeer = 32
+	}
+	if c.RecvPerPeer > c.RecvBuffers {
+		c.RecvPerPeer = c.RecvBuffers
+	}
+	if c.SendBuffers <= 0 {
+		c.SendBuffers = 128
+	}
+	if c.SendDepth <= 0 {
+		c.SendDepth = 64
+	}
+	if c.SendDepth > c.SendBuffers {
+		c.SendDepth = c.SendBuffers
+	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 5 * time.Second
+	}
+	if c.SendTimeout <= 0 {
+		c.SendTimeout = 5 * time.Second
+	}
+	if c.RetryBackoff <= 0 {
+		c.RetryBackoff = time.Second
+	}
+	if c.AckTimeout == 0 {
+		c.AckTimeout = 14
+	}
+	if c.RetryCount == 0 {
+		c.RetryCount = 7
+	}
+	if c.RNRRetry == 0 {
+		c.RNRRetry = 7
+	}
+	return c
+}

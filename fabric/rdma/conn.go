@@ -1,0 +1,121 @@
+package rdma
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+)
+
+// conn is the queue pair to one peer, with the TCP connection of its
+// handshake kept open as a liveness signal.
+type conn struct {
+	p    *Port
+	ep   string // the peer's endpoint
+	qp   *QP
+	psn  uint32
+	tcp  net.Conn
+	dead atomic.Bool
+
+	outstanding int // posted sends not yet completed (Port.sendMu)
+	rung        bool
+
+	failOnce sync.Once
+	err      error
+}
+
+func randomPSN() uint32 {
+	var b [4]byte
+	rand.Read(b[:])
+	return binary.LittleEndian.Uint32(b[:]) & 0xffffff
+}
+
+// newConn creates a QP in INIT with RecvPerPeer receives posted. It runs
+// under p.mu.
+func (p *Port) newConnLocked() (*conn, error) {
+	if p.closed.Load() {
+		return nil, errClosed
+	}
+	if len(p.recv.free) < p.cfg.RecvPerPeer {
+		return nil, fmt.Errorf("rdma: receive buffer pool exhausted (%d free, %d needed per peer): raise Config.RecvBuffers", len(p.recv.free), p.cfg.RecvPerPeer)
+	}
+	qp, err := p.pd.CreateQP(p.sendCQ, p.recvCQ, QPCaps{
+		MaxSendWR: uint32(p.cfg.SendDepth), MaxRecvWR: uint32(p.cfg.RecvPerPeer),
+		MaxSendSGE: 2, MaxRecvSGE: 1})
+	if err != nil {
+		return nil, err
+	}
+	if err := qp.ToInit(p.cfg.Port, AccessLocalWrite|AccessRemoteWrite|AccessRemoteRead); err != nil {
+		qp.Close()
+		return nil, err
+	}
+	c := &conn{p: p, qp: qp, psn: randomPSN()}
+	for i := 0; i < p.cfg.RecvPerPeer; i++ {
+		idx, _ := p.recv.get()
+		p.recvOwner[idx] = c
+		if err := qp.PostRecv(uint64(idx), p.recv.sge(idx, BufSize)); err != nil {
+			p.recv.put(idx)
+			p.recvOwner[idx] = nil
+			break
+		}
+	}
+	p.byQPN[qp.QPN] = c
+	p.all = append(p.all, c)
+	return c, nil
+}
+
+// connect brings the QP to RTS towards rem.
+func (c *conn) connect(rem Remote) error {
+	p := c.p
+	if err := c.qp.ToRTR(p.cfg.Port, uint8(p.gid.Index), p.mtu, rem); err != nil {
+		return err
+	}
+	return c.qp.ToRTS(c.psn, p.cfg.AckTimeout, p.cfg.RetryCount, p.cfg.RNRRetry)
+}
+
+func (c *conn) local() hello {
+	return hello{Remote: Remote{GID: c.p.gid.GID, QPN: c.qp.QPN, PSN: c.psn}, Endpoint: c.p.local.String()}
+}
+
+// watch waits for the handshake connection to end (the peer closed or
+// died) and then fails the conn.
+func (c *conn) watch() {
+	var b [64]byte
+	for {
+		if _, err := c.tcp.Read(b[:]); err != nil {
+			if err == io.EOF {
+				err = fmt.Errorf("rdma: peer %s closed its handshake connection", c.ep)
+			}
+			c.fail(fmt.Errorf("%w: %v", ErrPeerLost, err))
+			return
+		}
+	}
+}
+
+// fail retires the conn: it moves the QP to the error state (outstanding
+// work completes as flushed), stops sends to it and forgets it as the
+// route to its endpoint, so that the next Send dials afresh.
+func (c *conn) fail(err error) {
+	c.failOnce.Do(func() {
+		c.err = err
+		c.dead.Store(true)
+		p := c.p
+		if !p.closed.Load() {
+			p.stats.peerFailures.Add(1)
+		}
+		p.mu.Lock()
+		if p.conns[c.ep] == c {
+			delete(p.conns, c.ep)
+		}
+		if !p.closed.Load() {
+			c.qp.ToError()
+		}
+		p.mu.Unlock()
+		if c.tcp != nil {
+			c.tcp.Close()
+		}
+	})
+}

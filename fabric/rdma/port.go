@@ -1,0 +1,307 @@
+package rdma
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric"
+)
+
+// ErrPeerLost is the cause recorded when a peer's queue pair is retired
+// (its handshake connection broke, a work request failed, or sends to it
+// stalled past Config.SendTimeout).
+var ErrPeerLost = errors.New("rdma: peer lost")
+
+var errClosed = fabric.ErrClosed
+
+// Endpoint is the address of a Port: its handshake listener, host:port.
+type Endpoint string
+
+func (e Endpoint) String() string { return string(e) }
+
+// Stats are a Port's counters.
+type Stats struct {
+	Sent, Received   uint64 // datagrams
+	Dropped          uint64 // datagrams dropped: no connection, dead peer, failed completion
+	ZeroCopy         uint64 // datagrams sent with the body read in place
+	Connects         uint64 // queue pairs brought to RTS (both directions)
+	PeerFailures     uint64 // queue pairs retired
+	HandshakeFailure uint64
+}
+
+type stats struct {
+	sent, received, dropped, zeroCopy, connects, peerFailures, handshakeFailures atomic.Uint64
+}
+
+// Port is a fabric.Port over RC queue pairs, one per peer.
+type Port struct {
+	cfg    Config
+	ctx    *Context
+	pd     *PD
+	gid    GIDEntry
+	mtu    uint8
+	sendCQ *CQ
+	recvCQ *CQ
+	recv   *pool
+	send   *pool
+	ln     net.Listener
+	local  Endpoint
+
+	mu        sync.Mutex // conns, byQPN, all, dialing, failed, recv pool, recvOwner, RQ posting
+	conns     map[string]*conn
+	byQPN     map[uint32]*conn
+	all       []*conn
+	dialing   map[string]*dialState
+	failed    map[string]time.Time
+	hsConns   map[net.Conn]struct{}
+	recvOwner []*conn
+
+	sendMu    sync.Mutex // send pool, SQ posting, send CQ
+	sendOwner []*conn
+	sendWC    []WC
+
+	recvMu sync.Mutex // Receive/Poll
+	lent   []int
+	recvWC []WC
+
+	allocMu sync.RWMutex
+	allocs  []*MR
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+	stats     stats
+}
+
+var _ fabric.Port = (*Port)(nil)
+
+// Listen opens the device, registers the buffer pools and starts the
+// handshake listener.
+func Listen(cfg Config) (p *Port, err error) {
+	cfg = cfg.withDefaults()
+	dev, err := FindDevice(cfg.Sysfs, cfg.Device)
+	if err != nil {
+		return nil, err
+	}
+	p = &Port{cfg: cfg, conns: map[string]*conn{}, byQPN: map[uint32]*conn{},
+		dialing: map[string]*dialState{}, failed: map[string]time.Time{}, hsConns: map[net.Conn]struct{}{}}
+	defer func() {
+		if err != nil {
+			p.Close()
+			p = nil
+		}
+	}()
+	if p.ctx, err = Open(dev); err != nil {
+		return nil, err
+	}
+	pa, err := p.ctx.QueryPort(cfg.Port)
+	if err != nil {
+		return nil, err
+	}
+	if pa.State != portActive {
+		return nil, fmt.Errorf("rdma: %s port %d is not active (state %d)", dev.Name, cfg.Port, pa.State)
+	}
+	p.mtu = pa.ActiveMTU
+	if p.gid, err = p.chooseGID(); err != nil {
+		return nil, err
+	}
+	if p.pd, err = p.ctx.AllocPD(); err != nil {
+		return nil, err
+	}
+	if p.recv, err = newPool(p.pd, cfg.RecvBuffers, BufSize, AccessLocalWrite); err != nil {
+		return nil, err
+	}
+	if p.send, err = newPool(p.pd, cfg.SendBuffers, BufSize, AccessLocalWrite); err != nil {
+		return nil, err
+	}
+	p.recvOwner = make([]*conn, cfg.RecvBuffers)
+	p.sendOwner = make([]*conn, cfg.SendBuffers)
+	p.sendWC = make([]WC, 64)
+	p.recvWC = make([]WC, 64)
+	if p.recvCQ, err = p.ctx.CreateCQ(cfg.RecvBuffers+16, true); err != nil {
+		return nil, err
+	}
+	if p.sendCQ, err = p.ctx.CreateCQ(cfg.SendBuffers+16, true); err != nil {
+		return nil, err
+	}
+	if p.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
+		return nil, fmt.Errorf("rdma: handshake listener: %w", err)
+	}
+	p.local = p.advertised()
+	p.wg.Add(1)
+	go p.acceptLoop()
+	return p, nil
+}
+
+func (p *Port) chooseGID() (GIDEntry, error) {
+	if p.cfg.GID == "" {
+		return pickGID(p.ctx, p.cfg.Port, -1)
+	}
+	ip := net.ParseIP(p.cfg.GID)
+	if ip == nil {
+		return GIDEntry{}, fmt.Errorf("rdma: Config.GID %q is not an address", p.cfg.GID)
+	}
+	all, err := p.ctx.QueryGIDTable(1024)
+	if err != nil {
+		return GIDEntry{}, err
+	}
+	for _, e := range all {
+		if e.Port == uint32(p.cfg.Port) && net.IP(e.GID[:]).Equal(ip) {
+			return e, nil
+		}
+	}
+	return GIDEntry{}, fmt.Errorf("rdma: port %d has no GID %s", p.cfg.Port, ip)
+}
+
+// advertised is the listener address peers dial; an unspecified host is
+// replaced by the GID's IPv4 address (or loopback).
+func (p *Port) advertised() Endpoint {
+	a := p.ln.Addr().(*net.TCPAddr)
+	if a.IP.IsUnspecified() {
+		ip := net.IP(p.gid.GID[:]).To4()
+		if ip == nil {
+			ip = net.IPv4(127, 0, 0, 1)
+		}
+		return Endpoint(net.JoinHostPort(ip.String(), strconv.Itoa(a.Port)))
+	}
+	return Endpoint(a.String())
+}
+
+// Stats returns a snapshot of the counters.
+func (p *Port) Stats() Stats {
+	s := &p.stats
+	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(),
+		ZeroCopy: s.zeroCopy.Load(), Connects: s.connects.Load(), PeerFailures: s.peerFailures.Load(),
+		HandshakeFailure: s.handshakeFailures.Load()}
+}
+
+// GID is the local GID the port sends from.
+func (p *Port) GID() GIDEntry { return p.gid }
+
+// BatchSize is the number of datagrams per Send/Receive call at best.
+func (p *Port) BatchSize() int { return 64 }
+
+// MaxDatagram is 65507 bytes for every peer: one RC SEND into a 64 KiB
+// receive buffer.
+func (p *Port) MaxDatagram(fabric.Endpoint) int { return MaxDatagram }
+
+// LocalEndpoint is the handshake listener's address.
+func (p *Port) LocalEndpoint() fabric.Endpoint { return p.local }
+
+// ParseEndpoint accepts host:port.
+func (p *Port) ParseEndpoint(s string) (fabric.Endpoint, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return nil, fmt.Errorf("rdma: endpoint %q: %w", s, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 || host == "" {
+		return nil, fmt.Errorf("rdma: endpoint %q: want host:port", s)
+	}
+	return Endpoint(s), nil
+}
+
+// Kind is "rdma".
+func (p *Port) Kind() string { return "rdma" }
+
+// Alloc returns n bytes of registered memory: a Body lying inside it is
+// sent without a copy (the device reads it in place). The memory stays
+// valid after Close, but is then no longer registered.
+func (p *Port) Alloc(n int) []byte {
+	if n <= 0 {
+		return []byte{}
+	}
+	p.allocMu.Lock()
+	defer p.allocMu.Unlock()
+	if p.closed.Load() {
+		return make([]byte, n)
+	}
+	mr, err := p.pd.RegMR(make([]byte, n), AccessLocalWrite|AccessRemoteRead)
+	if err != nil {
+		return make([]byte, n)
+	}
+	p.allocs = append(p.allocs, mr)
+	return mr.Buf[:n:n]
+}
+
+// allocMR returns the Alloc'd region holding b, or nil.
+func (p *Port) allocMR(b []byte) *MR {
+	if len(b) == 0 {
+		return nil
+	}
+	p.allocMu.RLock()
+	defer p.allocMu.RUnlock()
+	for _, mr := range p.allocs {
+		if mr.Contains(b) {
+			return mr
+		}
+	}
+	return nil
+}
+
+// Close stops the listener, retires every queue pair and releases all
+// verbs objects. It is idempotent; blocked Receive and Send calls return
+// fabric.ErrClosed.
+func (p *Port) Close() error {
+	p.closeOnce.Do(func() {
+		p.closed.Store(true)
+		if p.ln != nil {
+			p.ln.Close()
+		}
+		if p.recvCQ != nil {
+			p.recvCQ.Interrupt()
+		}
+		if p.sendCQ != nil {
+			p.sendCQ.Interrupt()
+		}
+		p.mu.Lock()
+		for c := range p.hsConns {
+			c.Close()
+		}
+		for _, c := range p.all {
+			if c.tcp != nil {
+				c.tcp.Close()
+			}
+		}
+		p.mu.Unlock()
+		p.wg.Wait()
+		p.recvMu.Lock()
+		p.sendMu.Lock()
+		p.allocMu.Lock()
+		p.mu.Lock()
+		for _, c := range p.all {
+			c.dead.Store(true)
+			c.qp.Close()
+		}
+		p.all, p.conns, p.byQPN = nil, map[string]*conn{}, map[uint32]*conn{}
+		for _, cq := range []*CQ{p.sendCQ, p.recvCQ} {
+			if cq != nil {
+				cq.Close()
+			}
+		}
+		for _, mr := range p.allocs {
+			mr.Close()
+		}
+		p.allocs = nil
+		for _, pl := range []*pool{p.send, p.recv} {
+			if pl != nil {
+				pl.mr.Close()
+			}
+		}
+		if p.pd != nil {
+			p.pd.Close()
+		}
+		if p.ctx != nil {
+			p.ctx.Close()
+		}
+		p.mu.Unlock()
+		p.allocMu.Unlock()
+		p.sendMu.Unlock()
+		p.recvMu.Unlock()
+	})
+	return nil
+}

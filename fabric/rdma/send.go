@@ -1,0 +1,208 @@
+package rdma
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric"
+)
+
+// Send posts each datagram as one RC SEND on the queue pair to its
+// endpoint, dialing the peer on first use. Head, and Body unless it lies
+// in memory from Alloc, are copied into one registered send buffer; a
+// Body in Alloc'd memory becomes a second SGE and is read in place, and
+// Send then waits for those sends to complete before returning, so that
+// no slice is used after Send returns. Datagrams to an unreachable or
+// dead peer are dropped and counted (Stats.Dropped). Send blocks while
+// the peer's queue pair has Config.SendDepth sends outstanding, at most
+// Config.SendTimeout, after which the peer is declared lost.
+func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
+	if p.closed.Load() {
+		return 0, fabric.ErrClosed
+	}
+	conns := make([]*conn, len(dgs))
+	for i := range dgs {
+		d := &dgs[i]
+		if d.Len() > MaxDatagram {
+			return i, fabric.ErrTooBig
+		}
+		ep, ok := d.To.(Endpoint)
+		if !ok {
+			return i, fmt.Errorf("rdma: endpoint %v (%T) is not an rdma endpoint", d.To, d.To)
+		}
+		if i > 0 && dgs[i-1].To == d.To {
+			conns[i] = conns[i-1]
+		} else {
+			conns[i] = p.connFor(string(ep))
+		}
+		if p.closed.Load() {
+			return i, fabric.ErrClosed
+		}
+	}
+
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	var rung []*conn
+	var zc []int // send buffers of zero-copy sends
+	for i := range dgs {
+		d, c := &dgs[i], conns[i]
+		if c == nil || c.dead.Load() {
+			p.stats.dropped.Add(1)
+			continue
+		}
+		idx, err := p.sendSlot(c, &rung)
+		if err != nil {
+			if errors.Is(err, fabric.ErrClosed) {
+				return i, err
+			}
+			p.stats.dropped.Add(1)
+			continue
+		}
+		buf := p.send.buf(idx)
+		n := copy(buf, d.Head)
+		sges := [2]SGE{}
+		nsge := 1
+		if mr := p.allocMR(d.Body); mr != nil {
+			sges[1] = SGEOf(mr, d.Body)
+			nsge = 2
+			zc = append(zc, idx)
+			p.stats.zeroCopy.Add(1)
+		} else {
+			n += copy(buf[n:], d.Body)
+		}
+		sges[0] = p.send.sge(idx, n)
+		if n == 0 && nsge == 2 {
+			sges[0], nsge = sges[1], 1
+		}
+		wr := SendWR{WrID: uint64(idx), Opcode: OpSend, Signaled: true, SGEs: sges[:nsge]}
+		if nsge == 1 && sges[0].Length == 0 {
+			wr.SGEs = nil
+		}
+		if err := c.qp.PostSend(&wr); err != nil {
+			p.send.put(idx)
+			p.stats.dropped.Add(1)
+			continue
+		}
+		p.sendOwner[idx] = c
+		c.outstanding++
+		if !c.rung {
+			c.rung = true
+			rung = append(rung, c)
+		}
+		p.stats.sent.Add(1)
+	}
+	if err := p.ring(&rung); err != nil {
+		return len(dgs), err
+	}
+	// Zero-copy bodies are read by the device after the doorbell: wait
+	// until those sends have completed (or failed).
+	giveUp := time.Now().Add(2 * p.cfg.SendTimeout)
+	for _, idx := range zc {
+		for p.sendOwner[idx] != nil && time.Now().Before(giveUp) {
+			c := p.sendOwner[idx]
+			if err := p.waitSend(c); err != nil {
+				if errors.Is(err, fabric.ErrClosed) {
+					return len(dgs), err
+				}
+			}
+		}
+	}
+	return len(dgs), nil
+}
+
+// sendSlot returns a free send buffer once c has room for one more send,
+// reaping completions and ringing pending doorbells while it waits.
+func (p *Port) sendSlot(c *conn, rung *[]*conn) (int, error) {
+	for {
+		p.reapSend()
+		if c.dead.Load() {
+			return 0, ErrPeerLost
+		}
+		if c.outstanding < p.cfg.SendDepth {
+			if idx, ok := p.send.get(); ok {
+				return idx, nil
+			}
+		}
+		if err := p.ring(rung); err != nil {
+			return 0, err
+		}
+		if err := p.waitSend(c); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// ring rings the doorbell of every conn with unannounced sends.
+func (p *Port) ring(rung *[]*conn) error {
+	for _, c := range *rung {
+		c.rung = false
+		if c.dead.Load() {
+			continue
+		}
+		if err := c.qp.Doorbell(); err != nil {
+			c.fail(fmt.Errorf("%w: %v", ErrPeerLost, err))
+		}
+	}
+	*rung = (*rung)[:0]
+	if p.closed.Load() {
+		return fabric.ErrClosed
+	}
+	return nil
+}
+
+// waitSend blocks until the send CQ signals, at most SendTimeout; on
+// timeout c is declared lost (its QP goes to the error state, which
+// flushes its sends).
+func (p *Port) waitSend(c *conn) error {
+	if err := p.sendCQ.Arm(); err != nil {
+		if p.closed.Load() {
+			return fabric.ErrClosed
+		}
+		return err
+	}
+	if p.reapSend() > 0 {
+		return nil
+	}
+	err := p.sendCQ.Wait(time.Now().Add(p.cfg.SendTimeout))
+	switch {
+	case p.closed.Load() || errors.Is(err, os.ErrClosed):
+		return fabric.ErrClosed
+	case errors.Is(err, ErrTimeout):
+		if p.reapSend() == 0 && c != nil {
+			c.fail(fmt.Errorf("%w: no send completion from %s in %v", ErrPeerLost, c.ep, p.cfg.SendTimeout))
+		}
+		return nil
+	}
+	return err
+}
+
+// reapSend processes send completions: it frees their buffers and retires
+// the QP of a failed one. It runs under sendMu.
+func (p *Port) reapSend() int {
+	total := 0
+	for {
+		n := p.sendCQ.Poll(p.sendWC)
+		for _, wc := range p.sendWC[:n] {
+			idx := int(wc.WrID)
+			if idx < 0 || idx >= len(p.sendOwner) || p.sendOwner[idx] == nil {
+				continue
+			}
+			c := p.sendOwner[idx]
+			p.sendOwner[idx] = nil
+			c.outstanding--
+			p.send.put(idx)
+			if wc.Status != wcSuccess {
+				p.stats.dropped.Add(1)
+				if wc.Status != wcFlushErr {
+					c.fail(fmt.Errorf("%w: %v", ErrPeerLost, &WCError{Status: wc.Status, QPNum: wc.QPNum}))
+				}
+			}
+		}
+		total += n
+		if n < len(p.sendWC) {
+			return total
+		}
+	}
+}
