@@ -29,6 +29,7 @@ var ErrBusy = errors.New("peer: a job is already running")
 // Job describes the far side of one measurement.
 type Job struct {
 	Kind    string `json:"kind"`
+	Proc    uint32 `json:"proc,omitempty"` // process id for a job that opens its own node
 	Addr    string `json:"addr,omitempty"` // the near side's address
 	Fabric  string `json:"fabric,omitempty"`
 	Mode    string `json:"mode,omitempty"`

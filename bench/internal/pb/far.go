@@ -1,0 +1,220 @@
+package pb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/pcor-go/pcor/bench/internal/peer"
+	"github.com/pcor-go/pcor/pcor"
+)
+
+// Handlers returns the far-side pcor jobs. With a shared node the jobs use
+// its threads (the same-process placement); without, each job opens its own
+// node of process job.Proc (default FarProc) that reaches process NearProc at job.Addr.
+//
+//   - "pcor-echo": thread 1 returns every message (up to job.Size bytes).
+//   - "pcor-sink": thread 1 takes messages and answers each end marker with
+//     a one-byte acknowledgement.
+//   - "pcor-send": job.Threads senders; Go(n) makes each send n messages of
+//     job.Size bytes to its receiver, with job.Window in flight.
+func Handlers(shared *pcor.Node) peer.Handlers {
+	mk := func(loop func(ctx context.Context, f *far) error, goFn func(ctx context.Context, f *far, n int) error) peer.Handler {
+		return func(ctx context.Context, job peer.Job) (peer.Running, error) {
+			return startFar(shared, job, loop, goFn)
+		}
+	}
+	return peer.Handlers{
+		"pcor-echo": mk(echoLoop, nil),
+		"pcor-sink": mk(sinkLoop, nil),
+		"pcor-send": mk(nil, sendStep),
+	}
+}
+
+// far is a running far-side job.
+type far struct {
+	job    peer.Job
+	node   *pcor.Node
+	own    bool
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	err    error
+	goFn   func(ctx context.Context, f *far, n int) error
+}
+
+func startFar(shared *pcor.Node, job peer.Job, loop func(context.Context, *far) error, goFn func(context.Context, *far, int) error) (*far, error) {
+	if job.Size < 1 {
+		return nil, fmt.Errorf("pb: %s: message size %d", job.Kind, job.Size)
+	}
+	f := &far{job: job, node: shared, goFn: goFn}
+	if shared == nil {
+		mode, err := ParseMode(job.Mode)
+		if err != nil {
+			return nil, err
+		}
+		proc := FarProc
+		if job.Proc != 0 {
+			proc = pcor.ProcID(job.Proc)
+		}
+		f.node, err = NewNode(proc, job.Fabric, mode, job.JobKey,
+			pcor.Peer{Proc: NearProc, Fabric: job.Fabric, Addr: job.Addr})
+		if err != nil {
+			return nil, err
+		}
+		f.own = true
+	}
+	f.ctx, f.cancel = context.WithCancel(context.Background())
+	if loop != nil {
+		f.wg.Add(1)
+		go func() {
+			defer f.wg.Done()
+			f.err = loop(f.ctx, f)
+		}()
+	}
+	return f, nil
+}
+
+func (f *far) Addr() string {
+	ep := ""
+	if f.own {
+		ep = f.node.Endpoints()[0].Addr
+	}
+	return FormatAddr(f.node.Proc(), ep)
+}
+
+func (f *far) Go(ctx context.Context, n int) error {
+	if f.goFn == nil {
+		return nil
+	}
+	return f.goFn(ctx, f, n)
+}
+
+func (f *far) Stop() error {
+	f.cancel()
+	f.wg.Wait()
+	if f.own {
+		f.node.Close()
+	}
+	if errors.Is(f.err, context.Canceled) || errors.Is(f.err, pcor.ErrClosed) {
+		return nil
+	}
+	return f.err
+}
+
+func (f *far) near(th pcor.ThreadID) pcor.Addr { return pcor.Addr{Proc: NearProc, Thread: th} }
+
+func echoLoop(ctx context.Context, f *far) error {
+	t := f.node.Thread(FarThread)
+	buf := f.node.Alloc(f.job.Size)
+	for {
+		m, err := t.RecvInto(ctx, f.near(NearThread), TagData, buf)
+		if err != nil {
+			return err
+		}
+		if err := t.Send(ctx, m.Src, TagData, m.Data); err != nil {
+			return err
+		}
+	}
+}
+
+func sinkLoop(ctx context.Context, f *far) error {
+	t := f.node.Thread(FarThread)
+	buf := f.node.Alloc(f.job.Size)
+	ack := []byte{1}
+	for {
+		m, err := t.RecvInto(ctx, f.near(NearThread), TagData, buf)
+		if err != nil {
+			return err
+		}
+		if len(m.Data) > 0 && m.Data[0] == markerByte {
+			if err := t.Send(ctx, m.Src, TagAck, ack); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// sendStep makes every sender send n messages to its receiver.
+func sendStep(ctx context.Context, f *far, n int) error {
+	N := f.job.Threads
+	if N < 1 {
+		return fmt.Errorf("pb: pcor-send: %d threads", N)
+	}
+	data := f.node.Alloc(f.job.Size)
+	errs := make(chan error, N)
+	for i := range N {
+		go func() {
+			t := f.node.Thread(ContentionBase + pcor.ThreadID(N+i))
+			errs <- sendN(ctx, t, f.near(ContentionBase+pcor.ThreadID(i)), data, n, f.job.Window)
+		}()
+	}
+	var first error
+	for range N {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// sendN sends n messages of data to dst with at most window in flight.
+func sendN(ctx context.Context, t *pcor.Thread, dst pcor.Addr, data []byte, n, window int) error {
+	w := newWindow(max(window, 1))
+	for range n {
+		if err := w.push(ctx, t.Isend(dst, TagData, data)); err != nil {
+			w.cancel()
+			return err
+		}
+	}
+	return w.drain(ctx)
+}
+
+// window keeps up to cap requests in flight, oldest first.
+type window struct {
+	reqs       []*pcor.Request
+	head, size int
+}
+
+func newWindow(n int) *window { return &window{reqs: make([]*pcor.Request, n)} }
+
+func (w *window) push(ctx context.Context, r *pcor.Request) error {
+	if w.size == len(w.reqs) {
+		if err := w.pop(ctx); err != nil {
+			r.Cancel()
+			return err
+		}
+	}
+	w.reqs[(w.head+w.size)%len(w.reqs)] = r
+	w.size++
+	return nil
+}
+
+func (w *window) pop(ctx context.Context) error {
+	r := w.reqs[w.head]
+	w.reqs[w.head] = nil
+	w.head = (w.head + 1) % len(w.reqs)
+	w.size--
+	return r.Wait(ctx)
+}
+
+// cancel withdraws every request still in flight.
+func (w *window) cancel() {
+	for w.size > 0 {
+		w.reqs[w.head].Cancel()
+		w.reqs[w.head] = nil
+		w.head = (w.head + 1) % len(w.reqs)
+		w.size--
+	}
+}
+
+func (w *window) drain(ctx context.Context) error {
+	var first error
+	for w.size > 0 {
+		if err := w.pop(ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

@@ -1,0 +1,187 @@
+package pb
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pcor-go/pcor/bench/internal/peer"
+	"github.com/pcor-go/pcor/bench/internal/raw"
+	"github.com/pcor-go/pcor/pcor"
+)
+
+// Near is the timing side: thread 0 of a node of process NearProc.
+type Near struct {
+	Node *pcor.Node
+	T    *pcor.Thread
+	Far  pcor.Addr // the far job's thread
+
+	maxSize          int
+	jobs             uint32
+	send, mark, recv []byte
+}
+
+// NewNear prepares the near side on node for messages up to maxSize bytes
+// (buffers from Node.Alloc).
+func NewNear(node *pcor.Node, maxSize int) *Near {
+	n := &Near{Node: node, T: node.Thread(NearThread), maxSize: maxSize}
+	n.send = node.Alloc(maxSize)
+	n.mark = node.Alloc(maxSize)
+	n.recv = node.Alloc(maxSize)
+	for i := range n.send {
+		n.send[i] = byte(i*7 + 3)
+	}
+	n.send[0] = dataByte
+	n.mark[0] = markerByte
+	return n
+}
+
+// Connect starts job on host and points the near side at it: the far
+// address is learnt from the job's answer and, for another process, added
+// as a peer of the near node. Each job that opens its own node gets a
+// process id never used before in this run (FarProc, FarProc+1, ...), so
+// no state of an earlier far node is mistaken for the new one's.
+func (n *Near) Connect(ctx context.Context, host peer.Host, job peer.Job) error {
+	n.jobs++
+	job.Proc = uint32(FarProc) + n.jobs - 1
+	addr, err := host.Start(ctx, job)
+	if err != nil {
+		return err
+	}
+	proc, ep, err := ParseAddr(addr)
+	if err != nil {
+		host.Stop(ctx)
+		return err
+	}
+	if proc != n.Node.Proc() {
+		if err := n.Node.AddPeer(pcor.Peer{Proc: proc, Fabric: job.Fabric, Addr: ep}); err != nil {
+			host.Stop(ctx)
+			return err
+		}
+	}
+	n.Far = pcor.Addr{Proc: proc, Thread: FarThread}
+	return nil
+}
+
+// Disconnect stops the far job and forgets its process.
+func (n *Near) Disconnect(ctx context.Context, host peer.Host) error {
+	err := host.Stop(ctx)
+	if n.Far.Proc != n.Node.Proc() {
+		n.Node.RemovePeer(n.Far.Proc, nil)
+	}
+	return err
+}
+
+func (n *Near) check(size int) error {
+	if size < 1 || size > n.maxSize {
+		return fmt.Errorf("pb: message size %d outside 1..%d", size, n.maxSize)
+	}
+	return nil
+}
+
+// RoundTrip times iters round trips of size bytes to an echo job, after
+// warmup untimed ones, in microseconds each.
+func (n *Near) RoundTrip(ctx context.Context, size, warmup, iters int) ([]float64, error) {
+	if err := n.check(size); err != nil {
+		return nil, err
+	}
+	out := make([]float64, 0, iters)
+	for i := 0; i < warmup+iters; i++ {
+		t0 := time.Now()
+		if err := n.T.Send(ctx, n.Far, TagData, n.send[:size]); err != nil {
+			return nil, err
+		}
+		m, err := n.T.RecvInto(ctx, n.Far, TagData, n.recv)
+		if err != nil {
+			return nil, err
+		}
+		if len(m.Data) != size {
+			return nil, fmt.Errorf("pb: echo returned %d bytes of %d", len(m.Data), size)
+		}
+		if i >= warmup {
+			out = append(out, float64(time.Since(t0).Nanoseconds())/1e3)
+		}
+	}
+	return out, nil
+}
+
+// Stream sends size-byte messages to a sink job with window in flight for
+// dur, then an end marker, and times until the sink's acknowledgement.
+func (n *Near) Stream(ctx context.Context, size, window int, dur time.Duration) (raw.Sample, error) {
+	if err := n.check(size); err != nil {
+		return raw.Sample{}, err
+	}
+	w := newWindow(max(window, 1))
+	start := time.Now()
+	var sent int64
+	for i := 0; ; i++ {
+		if i%16 == 0 && (time.Since(start) >= dur || ctx.Err() != nil) {
+			break
+		}
+		if err := w.push(ctx, n.T.Isend(n.Far, TagData, n.send[:size])); err != nil {
+			w.cancel()
+			return raw.Sample{}, err
+		}
+		sent++
+	}
+	if err := w.drain(ctx); err != nil {
+		return raw.Sample{}, err
+	}
+	if err := n.T.Send(ctx, n.Far, TagData, n.mark[:size]); err != nil {
+		return raw.Sample{}, err
+	}
+	sent++
+	if _, err := n.T.RecvInto(ctx, n.Far, TagAck, n.recv); err != nil {
+		return raw.Sample{}, err
+	}
+	return raw.Sample{Bytes: sent * int64(size), Messages: sent, Elapsed: time.Since(start)}, nil
+}
+
+// Contention runs one round of a "pcor-send" job of threads senders already
+// started on host: threads receivers each take perThread messages of size
+// bytes from their own sender, all at once. The time runs from the start
+// order to the last message received.
+func (n *Near) Contention(ctx context.Context, host peer.Host, threads, perThread, size int) (raw.Sample, error) {
+	if err := n.check(size); err != nil {
+		return raw.Sample{}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, threads+1)
+	for i := range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := n.Node.Thread(ContentionBase + pcor.ThreadID(i))
+			src := pcor.Addr{Proc: n.Far.Proc, Thread: ContentionBase + pcor.ThreadID(threads+i)}
+			buf := make([]byte, size)
+			for range perThread {
+				m, err := t.RecvInto(ctx, src, TagData, buf)
+				if err == nil && len(m.Data) != size {
+					err = fmt.Errorf("pb: received %d bytes of %d", len(m.Data), size)
+				}
+				if err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	start := time.Now()
+	goErr := make(chan error, 1)
+	go func() { goErr <- host.Go(ctx, perThread) }()
+	wg.Wait()
+	el := time.Since(start)
+	if err := <-goErr; err != nil {
+		return raw.Sample{}, err
+	}
+	close(errs)
+	if err := <-errs; err != nil {
+		return raw.Sample{}, err
+	}
+	total := int64(threads) * int64(perThread)
+	return raw.Sample{Bytes: total * int64(size), Messages: total, Elapsed: el}, nil
+}
