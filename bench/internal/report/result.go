@@ -1,0 +1,164 @@
+// Package report holds benchmark results and writes them: an aligned
+// OSU-style table, JSON, CSV, and an SVG plot of the round-trip and
+// throughput curves (the analogue of the pCoR paper's Figure 3).
+package report
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/pcor-go/pcor/bench/internal/stats"
+)
+
+// Point is the summary of one measurement: one series at one size (or
+// thread count).
+type Point struct {
+	Series  string  `json:"series"` // "pcor/blocking", "udp", "tcp", "chan", ...
+	Size    int     `json:"size"`
+	Threads int     `json:"threads,omitempty"`
+	Median  float64 `json:"median"`
+	P99     float64 `json:"p99"`
+	N       int     `json:"samples"`
+	Err     string  `json:"error,omitempty"`
+}
+
+// Ratio compares the medians of a pcor series and a baseline at one size
+// (Baseline "best": the best pcor value at any thread count).
+type Ratio struct {
+	Series   string  `json:"series"`
+	Baseline string  `json:"baseline"`
+	Size     int     `json:"size"`
+	Threads  int     `json:"threads,omitempty"`
+	Value    float64 `json:"value"`
+}
+
+// Fit is a Hockney fit of one series.
+type Fit struct {
+	Series string `json:"series"`
+	stats.Hockney
+}
+
+// Result is one subcommand's run.
+type Result struct {
+	Command   string   `json:"command"` // roundtrip, throughput, rate, contention
+	Placement string   `json:"placement"`
+	Fabric    string   `json:"fabric"`
+	Unit      string   `json:"unit"` // "us", "MB/s", "msg/s"
+	Series    []string `json:"series"`
+	Baselines []string `json:"baselines"`
+	Points    []Point  `json:"points"`
+	Ratios    []Ratio  `json:"ratios"`
+	Fits      []Fit    `json:"fits,omitempty"`
+	Notes     []string `json:"notes,omitempty"`
+}
+
+// Add records a point, adding its series to the list on first sight.
+func (r *Result) Add(p Point) {
+	if !slices.Contains(r.Series, p.Series) {
+		r.Series = append(r.Series, p.Series)
+	}
+	r.Points = append(r.Points, p)
+}
+
+// AddSamples summarises samples into a point (or records err).
+func (r *Result) AddSamples(series string, size, threads int, xs []float64, err error) {
+	p := Point{Series: series, Size: size, Threads: threads}
+	if err == nil {
+		var s stats.Summary
+		if s, err = stats.Summarize(xs); err == nil {
+			p.Median, p.P99, p.N = s.Median, s.P99, s.N
+		}
+	}
+	if err != nil {
+		p.Err = err.Error()
+	}
+	r.Add(p)
+}
+
+// IsPcor reports whether a series is a pcor measurement.
+func IsPcor(series string) bool { return strings.HasPrefix(series, "pcor") }
+
+// Get returns the point of a series at size and threads.
+func (r *Result) Get(series string, size, threads int) (Point, bool) {
+	for _, p := range r.Points {
+		if p.Series == series && p.Size == size && p.Threads == threads {
+			return p, p.Err == ""
+		}
+	}
+	return Point{}, false
+}
+
+// keys lists the (size, threads) rows in order of first appearance.
+func (r *Result) keys() [][2]int {
+	var out [][2]int
+	for _, p := range r.Points {
+		k := [2]int{p.Size, p.Threads}
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// Finish computes the ratios of medians (every pcor series against every
+// baseline; for contention against the best pcor value) and, for round
+// trips, the Hockney fit of each series on one-way times.
+func (r *Result) Finish() {
+	r.Ratios = nil
+	for _, s := range r.Series {
+		if !IsPcor(s) {
+			continue
+		}
+		best := 0.0
+		for _, p := range r.Points {
+			if p.Series == s && p.Err == "" && p.Median > best {
+				best = p.Median
+			}
+		}
+		for _, k := range r.keys() {
+			p, ok := r.Get(s, k[0], k[1])
+			if !ok {
+				continue
+			}
+			if r.Command == "contention" {
+				if best > 0 {
+					r.Ratios = append(r.Ratios, Ratio{s, "best", k[0], k[1], p.Median / best})
+				}
+				continue
+			}
+			for _, b := range r.Baselines {
+				if q, ok := r.Get(b, k[0], k[1]); ok && q.Median > 0 {
+					r.Ratios = append(r.Ratios, Ratio{s, b, k[0], k[1], p.Median / q.Median})
+				}
+			}
+		}
+	}
+	r.Fits = nil
+	if r.Command != "roundtrip" {
+		return
+	}
+	for _, s := range r.Series {
+		var sz []int
+		var us []float64
+		for _, p := range r.Points {
+			if p.Series == s && p.Err == "" {
+				sz = append(sz, p.Size)
+				us = append(us, p.Median/2)
+			}
+		}
+		if h, err := stats.FitHockney(sz, us); err == nil {
+			r.Fits = append(r.Fits, Fit{s, h})
+		}
+	}
+}
+
+// Ratio returns the ratio of series to baseline at size and threads.
+func (r *Result) Ratio(series, baseline string, size, threads int) (float64, bool) {
+	for _, x := range r.Ratios {
+		if x.Series == series && x.Baseline == baseline && x.Size == size && x.Threads == threads {
+			return x.Value, true
+		}
+	}
+	return math.NaN(), false
+}
