@@ -1,0 +1,275 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pcor-go/pcor/directory"
+)
+
+// proc is one started process.
+type proc struct {
+	rank   int
+	host   string
+	cmd    *exec.Cmd
+	stdout *prefixWriter
+	stderr *prefixWriter
+}
+
+// exit is how a process ended.
+type exit struct {
+	rank int
+	err  error
+}
+
+// startDirectory listens on opts.listen and returns the server and the
+// address processes are told to reach it at.
+func startDirectory(opts *options, stderr *lockedWriter) (*directory.Server, string, error) {
+	ln, err := net.Listen("tcp", opts.listen)
+	if err != nil {
+		return nil, "", fmt.Errorf("directory: %w", err)
+	}
+	cfg := directory.ServerConfig{JobKey: opts.jobKey, Size: opts.n, HeartbeatTimeout: opts.heartbeat}
+	if opts.verbose {
+		cfg.OnEvent = func(ev directory.Event) {
+			what := "joined"
+			if ev.Kind == directory.Left {
+				what = "left (" + ev.Reason + ")"
+			}
+			stderr.writeLine([]byte(fmt.Sprintf("pcorrun: process %d on %s %s\n", ev.Member.Proc, ev.Member.Host, what)))
+		}
+	}
+	srv, err := directory.NewServer(ln, cfg)
+	if err != nil {
+		ln.Close()
+		return nil, "", err
+	}
+	return srv, coordAddr(ln.Addr().(*net.TCPAddr)), nil
+}
+
+// coordAddr is the address to hand out for a listener: an unspecified
+// listen address is replaced by this host's name.
+func coordAddr(a *net.TCPAddr) string {
+	if a.IP.IsUnspecified() {
+		if h, err := os.Hostname(); err == nil {
+			return net.JoinHostPort(h, strconv.Itoa(a.Port))
+		}
+	}
+	return a.String()
+}
+
+// command builds the command line of one process.
+func command(opts *options, rank int, host string, env []string) []string {
+	if len(opts.via) == 0 {
+		return opts.prog
+	}
+	inner := append(append([]string{"env"}, env...), opts.prog...)
+	var words []string
+	hasCmd := false
+	for _, w := range opts.via {
+		if strings.Contains(w, "{cmd}") {
+			hasCmd = true
+			w = strings.ReplaceAll(w, "{cmd}", shellQuote(inner))
+		}
+		words = append(words, strings.ReplaceAll(w, "{host}", host))
+	}
+	if !hasCmd {
+		words = append(words, inner...)
+	}
+	return words
+}
+
+func launch(opts *options, stdout, stderr io.Writer) int {
+	out := &lockedWriter{w: stdout}
+	errw := &lockedWriter{w: stderr}
+	logf := func(format string, a ...any) {
+		errw.writeLine([]byte(fmt.Sprintf("pcorrun: "+format+"\n", a...)))
+	}
+	if opts.routes {
+		logf("--routes: the routing table is not available yet")
+	}
+	srv, coord, err := startDirectory(opts, errw)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	defer srv.Close()
+	if opts.verbose {
+		logf("directory at %s, job key %s", coord, directory.FormatJobKey(opts.jobKey))
+	}
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	exits := make(chan exit, opts.n)
+	procs := make([]*proc, 0, opts.n)
+	for rank := 0; rank < opts.n; rank++ {
+		host := ""
+		if len(opts.hosts) > 0 {
+			host = opts.hosts[rank%len(opts.hosts)]
+		}
+		env := []string{
+			directory.EnvCoord + "=" + coord,
+			directory.EnvRank + "=" + strconv.Itoa(rank),
+			directory.EnvSize + "=" + strconv.Itoa(opts.n),
+			directory.EnvJobKey + "=" + directory.FormatJobKey(opts.jobKey),
+			directory.EnvDirectory + "=" + directory.ServeNever,
+		}
+		argv := command(opts, rank, host, env)
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Env = append(os.Environ(), env...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.WaitDelay = opts.grace
+		p := &proc{rank: rank, host: host, cmd: cmd,
+			stdout: &prefixWriter{prefix: []byte(fmt.Sprintf("[%d] ", rank)), out: out},
+			stderr: &prefixWriter{prefix: []byte(fmt.Sprintf("[%d] ", rank)), out: errw},
+		}
+		cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
+		if err := cmd.Start(); err != nil {
+			logf("rank %d: %v", rank, err)
+			signalAll(procs, syscall.SIGTERM)
+			waitAll(procs, exits, opts.grace)
+			return 1
+		}
+		procs = append(procs, p)
+		go func() {
+			err := cmd.Wait()
+			p.stdout.Flush()
+			p.stderr.Flush()
+			exits <- exit{rank, err}
+		}()
+	}
+	return supervise(opts, procs, exits, sigs, logf)
+}
+
+// supervise waits for every process. The first failure stops the others and
+// decides the exit status.
+func supervise(opts *options, procs []*proc, exits chan exit, sigs chan os.Signal, logf func(string, ...any)) int {
+	status := 0
+	live := len(procs)
+	stopping := false
+	var kill <-chan time.Time
+	stop := func() {
+		if !stopping {
+			stopping = true
+			signalAll(procs, syscall.SIGTERM)
+			kill = time.After(opts.grace)
+		}
+	}
+	for live > 0 {
+		select {
+		case e := <-exits:
+			live--
+			procs[e.rank].cmd = nil
+			if e.err == nil || status != 0 {
+				continue
+			}
+			status = exitStatus(e.err)
+			logf("rank %d%s %s; stopping the others", e.rank, onHost(procs[e.rank].host), describe(e.err))
+			stop()
+		case s := <-sigs:
+			if stopping {
+				signalAll(procs, syscall.SIGKILL)
+				continue
+			}
+			signalAll(procs, s.(syscall.Signal))
+			stopping = true
+			kill = time.After(opts.grace)
+		case <-kill:
+			signalAll(procs, syscall.SIGKILL)
+			kill = nil
+		}
+	}
+	return status
+}
+
+func onHost(h string) string {
+	if h == "" {
+		return ""
+	}
+	return " (on " + h + ")"
+}
+
+// signalAll signals the process group of every live process.
+func signalAll(procs []*proc, s syscall.Signal) {
+	for _, p := range procs {
+		if p.cmd != nil && p.cmd.Process != nil {
+			syscall.Kill(-p.cmd.Process.Pid, s)
+		}
+	}
+}
+
+func waitAll(procs []*proc, exits chan exit, grace time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	for range procs {
+		select {
+		case e := <-exits:
+			procs[e.rank].cmd = nil
+		case <-ctx.Done():
+			signalAll(procs, syscall.SIGKILL)
+			<-exits
+		}
+	}
+}
+
+// exitStatus maps a Wait error to pcorrun's status: the process's exit
+// code, or 128 plus the signal that killed it.
+func exitStatus(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		if c := ee.ExitCode(); c > 0 {
+			return c
+		}
+	}
+	return 1
+}
+
+func describe(err error) string {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return fmt.Sprintf("was killed by signal %d (%v)", int(ws.Signal()), ws.Signal())
+		}
+		return fmt.Sprintf("exited with status %d", ee.ExitCode())
+	}
+	return fmt.Sprintf("failed: %v", err)
+}
+
+// serveDirectory runs only the directory until SIGINT or SIGTERM.
+func serveDirectory(opts *options, stdout, stderr io.Writer) int {
+	errw := &lockedWriter{w: stderr}
+	srv, coord, err := startDirectory(opts, errw)
+	if err != nil {
+		fmt.Fprintf(stderr, "pcorrun: %v\n", err)
+		return 1
+	}
+	defer srv.Close()
+	fmt.Fprintf(stdout, "%s=%s\n%s=%s\n", directory.EnvCoord, coord, directory.EnvJobKey, directory.FormatJobKey(opts.jobKey))
+	if opts.n > 0 {
+		fmt.Fprintf(stdout, "%s=%d\n", directory.EnvSize, opts.n)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	select {
+	case <-ctx.Done():
+		return 0
+	case <-srv.Done():
+		fmt.Fprintf(stderr, "pcorrun: directory stopped: %v\n", srv.Err())
+		return 1
+	}
+}

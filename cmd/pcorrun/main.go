@@ -1,0 +1,39 @@
+// Command pcorrun starts a pcor application: a directory and n processes,
+// here or on other hosts through a command template.
+//
+//	pcorrun -n 4 ./prog args...
+//	pcorrun -n 6 --hosts a,b,c --via 'ssh {host}' --listen 10.0.0.1:0 ./prog
+//	pcorrun --directory-only --listen 10.0.0.1:7000
+//
+// Each process gets PCOR_COORD, PCOR_RANK, PCOR_SIZE and PCOR_JOBKEY (a
+// random key per run); its output lines are prefixed with its rank. SIGINT
+// and SIGTERM are forwarded. When a process fails the others are stopped
+// and pcorrun exits with the failed process's status, naming its rank.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run is pcorrun with its arguments and output streams; it returns the exit
+// status.
+func run(args []string, stdout, stderr io.Writer) int {
+	opts, err := parseFlags(args, stderr)
+	if err != nil {
+		if err == errHelp {
+			return 0
+		}
+		fmt.Fprintf(stderr, "pcorrun: %v\n", err)
+		return 2
+	}
+	if opts.directoryOnly {
+		return serveDirectory(opts, stdout, stderr)
+	}
+	return launch(opts, stdout, stderr)
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/directory"
+)
+
+// The test binary doubles as pcorrun (pcorrunMain) and as the program it
+// starts (helperMode).
+const (
+	pcorrunMain = "PCORRUN_TEST_MAIN"
+	helperMode  = "PCORRUN_TEST_HELPER"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(pcorrunMain) != "" {
+		os.Unsetenv(pcorrunMain)
+		main()
+	}
+	if mode := os.Getenv(helperMode); mode != "" {
+		os.Exit(helper(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// helper is the program pcorrun starts in the tests:
+//
+//	env            print the PCOR_ variables and exit 0
+//	fail:R:C       rank R exits with code C after a moment; others wait for a signal
+//	wait           print "ready", wait for SIGINT/SIGTERM, print it and exit 3
+//	join           join the directory and wait for all PCOR_SIZE members
+func helper(mode string) int {
+	rank, _ := strconv.Atoi(os.Getenv("PCOR_RANK"))
+	switch {
+	case mode == "env":
+		for _, k := range []string{"PCOR_COORD", "PCOR_RANK", "PCOR_SIZE", "PCOR_JOBKEY"} {
+			fmt.Printf("%s=%s\n", k, os.Getenv(k))
+		}
+		fmt.Fprintf(os.Stderr, "stderr line\n")
+		fmt.Printf("no newline")
+		return 0
+	case strings.HasPrefix(mode, "fail:"):
+		var r, code int
+		fmt.Sscanf(mode, "fail:%d:%d", &r, &code)
+		if rank == r {
+			time.Sleep(200 * time.Millisecond)
+			return code
+		}
+		return waitSignal()
+	case mode == "wait":
+		return waitSignal()
+	case mode == "join":
+		env, err := directory.FromEnv()
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		c, srv, err := directory.Bootstrap(ctx, env, directory.JoinRequest{}, directory.ServerConfig{})
+		if err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		if srv != nil {
+			fmt.Println("served the directory although pcorrun does")
+			return 1
+		}
+		defer c.Close()
+		if err := c.Wait(ctx, env.Size); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		from := "?"
+		if u, err := net.Dial("udp", env.Coord); err == nil {
+			from = u.LocalAddr().(*net.UDPAddr).IP.String()
+			u.Close()
+		}
+		fmt.Printf("proc %d sees %d members from %s\n", c.Proc(), len(c.Members()), from)
+		// Stay a moment so the last process to join still finds everyone
+		// when it looks.
+		time.Sleep(time.Second)
+		return 0
+	}
+	return 99
+}
+
+func waitSignal() int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	fmt.Println("ready")
+	select {
+	case s := <-sigs:
+		fmt.Println("got", s)
+		return 3
+	case <-time.After(20 * time.Second):
+		fmt.Println("no signal came")
+		return 4
+	}
+}
+
+// runHelper runs pcorrun in-process on the test binary in helper mode.
+func runHelper(t *testing.T, mode string, args ...string) (int, string, string) {
+	t.Helper()
+	t.Setenv(helperMode, mode)
+	var out, errb bytes.Buffer
+	args = append(args, os.Args[0])
+	code := run(args, &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestEnvAndPrefixes(t *testing.T) {
+	code, out, errs := runHelper(t, "env", "-n", "3", "--jobkey", "00000000000000ab")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for rank := 0; rank < 3; rank++ {
+		for _, want := range []string{
+			fmt.Sprintf("[%d] PCOR_RANK=%d\n", rank, rank),
+			fmt.Sprintf("[%d] PCOR_SIZE=3\n", rank),
+			fmt.Sprintf("[%d] PCOR_JOBKEY=00000000000000ab\n", rank),
+			fmt.Sprintf("[%d] PCOR_COORD=127.0.0.1:", rank),
+			fmt.Sprintf("[%d] no newline\n", rank),
+		} {
+			if !strings.Contains(out, want) {
+				t.Errorf("stdout lacks %q:\n%s", want, out)
+			}
+		}
+		if !strings.Contains(errs, fmt.Sprintf("[%d] stderr line\n", rank)) {
+			t.Errorf("stderr lacks rank %d's line:\n%s", rank, errs)
+		}
+	}
+}
+
+func TestRandomJobKeyPerRun(t *testing.T) {
+	key := func() string {
+		_, out, _ := runHelper(t, "env", "-n", "1")
+		for _, l := range strings.Split(out, "\n") {
+			if k, ok := strings.CutPrefix(l, "[0] PCOR_JOBKEY="); ok {
+				return k
+			}
+		}
+		t.Fatalf("no key in %q", out)
+		return ""
+	}
+	if a, b := key(), key(); a == b || len(a) != 16 {
+		t.Fatalf("keys %q and %q", a, b)
+	}
+}
+
+func TestFailureStopsAll(t *testing.T) {
+	start := time.Now()
+	code, out, errs := runHelper(t, "fail:2:7", "-n", "4")
+	if code != 7 {
+		t.Fatalf("exit %d, want 7\n%s%s", code, out, errs)
+	}
+	if !strings.Contains(errs, "pcorrun: rank 2 exited with status 7") {
+		t.Fatalf("no message naming rank 2:\n%s", errs)
+	}
+	for _, r := range []int{0, 1, 3} {
+		if !strings.Contains(out, fmt.Sprintf("[%d] got terminated", r)) {
+			t.Errorf("rank %d was not terminated:\n%s", r, out)
+		}
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("took %v", time.Since(start))
+	}
+}
+
+func TestDirectoryMembership(t *testing.T) {
+	code, out, errs := runHelper(t, "join", "-n", "4", "-v")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for r := 0; r < 4; r++ {
+		if !strings.Contains(out, fmt.Sprintf("[%d] proc %d sees 4 members", r, r)) {
+			t.Errorf("rank %d did not see everyone:\n%s", r, out)
+		}
+		if !strings.Contains(errs, fmt.Sprintf("pcorrun: process %d on", r)) {
+			t.Errorf("no membership line for %d:\n%s", r, errs)
+		}
+	}
+}
+
+func TestBadUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"-n", "0", "x"},
+		{"-n", "2"},
+		{"-n", "2", "--hosts", "a,b", "x"},
+		{"-n", "2", "--via", "'unterminated", "x"},
+		{"-n", "2", "--jobkey", "zz", "x"},
+		{"--directory-only", "x"},
+	} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 2 {
+			t.Errorf("%q: exit %d, want 2 (%s)", args, code, errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"-n", "1", "/nonexistent/program"}, &out, &errb); code == 0 || !strings.Contains(errb.String(), "rank 0") {
+		t.Fatalf("missing program: exit %d, %s", code, errb.String())
+	}
+}
+
+func TestCommandTemplate(t *testing.T) {
+	words, err := splitWords(`ssh -o "Batch Mode=yes" {host} 'a b' c\ d`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ssh", "-o", "Batch Mode=yes", "{host}", "a b", "c d"}
+	if fmt.Sprint(words) != fmt.Sprint(want) {
+		t.Fatalf("%q", words)
+	}
+	o := &options{via: []string{"ip", "netns", "exec", "{host}"}, prog: []string{"./ring", "x y"}}
+	got := command(o, 1, "ns2", []string{"PCOR_RANK=1"})
+	if fmt.Sprint(got) != fmt.Sprint([]string{"ip", "netns", "exec", "ns2", "env", "PCOR_RANK=1", "./ring", "x y"}) {
+		t.Fatalf("%q", got)
+	}
+	o.via = []string{"ssh", "{host}", "cd /w && {cmd}"}
+	got = command(o, 1, "h", []string{"PCOR_RANK=1"})
+	if got[2] != `cd /w && env PCOR_RANK=1 ./ring 'x y'` {
+		t.Fatalf("%q", got)
+	}
+	if shellQuote([]string{"it's"}) != `'it'\''s'` {
+		t.Fatal(shellQuote([]string{"it's"}))
+	}
+}

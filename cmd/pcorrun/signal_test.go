@@ -1,0 +1,95 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/directory"
+)
+
+// startPcorrun runs the test binary as pcorrun in its own process.
+func startPcorrun(t *testing.T, mode string, args ...string) (*exec.Cmd, *bufio.Scanner) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], append(args, os.Args[0])...)
+	if len(args) > 0 && args[0] == "--directory-only" {
+		cmd.Args = append([]string{os.Args[0]}, args...)
+	}
+	cmd.Env = append(os.Environ(), pcorrunMain+"=1", helperMode+"="+mode)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd, bufio.NewScanner(out)
+}
+
+func TestSignalForwarded(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		cmd, sc := startPcorrun(t, "wait", "-n", "2")
+		for ready := 0; ready < 2 && sc.Scan(); {
+			if strings.HasSuffix(sc.Text(), "ready") {
+				ready++
+			}
+		}
+		cmd.Process.Signal(sig)
+		var got []string
+		for sc.Scan() {
+			got = append(got, sc.Text())
+		}
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Fatalf("%v: pcorrun ended with %v, want status 3", sig, err)
+		}
+		all := strings.Join(got, "\n")
+		for _, want := range []string{"[0] got " + sig.String(), "[1] got " + sig.String()} {
+			if !strings.Contains(all, want) {
+				t.Fatalf("%v: output lacks %q:\n%s", sig, want, all)
+			}
+		}
+	}
+}
+
+func TestDirectoryOnly(t *testing.T) {
+	cmd, sc := startPcorrun(t, "", "--directory-only", "--jobkey", "abc", "-n", "1")
+	env := map[string]string{}
+	for len(env) < 3 && sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), "=")
+		env[k] = v
+	}
+	if env["PCOR_JOBKEY"] != "0000000000000abc" || env["PCOR_SIZE"] != "1" {
+		t.Fatalf("printed %v", env)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := directory.Join(ctx, env["PCOR_COORD"], directory.JoinRequest{JobKey: 0xabc, Proc: 0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := directory.Join(ctx, env["PCOR_COORD"], directory.JoinRequest{JobKey: 0xabd, Proc: directory.AnyProc}); !errors.Is(err, directory.ErrBadJobKey) {
+		t.Fatalf("wrong key: %v", err)
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("pcorrun --directory-only: %v", err)
+	}
+	select {
+	case <-c.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatal("client did not see the directory go")
+	}
+}
