@@ -249,6 +249,9 @@ func (p *peer) onTimer() {
 		}
 	}
 	if expired {
+		if rt := p.route.Load(); rt != nil {
+			rt.port.c.timeouts.Add(1)
+		}
 		t.onLoss(first, true)
 		t.rto *= 2
 		if t.rto > e.cfg.MaxRTO {
@@ -337,12 +340,14 @@ func (p *peer) onAck(a *wire.AckBody, pt *port) {
 			t.nNeed++
 		}
 		if lost {
+			pt.c.fastRetrans.Add(1)
 			t.onLoss(first, false)
 		}
 	}
 	if newly > 0 {
 		t.busyDelay = time.Millisecond
 		t.onAcked(newly, float64(e.cfg.Window))
+		t.resetBackoff(e.cfg.MinRTO, e.cfg.MaxRTO)
 	}
 	p.mu.Unlock()
 	for _, r := range b.done {

@@ -138,6 +138,20 @@ func (t *txStream) sampleRTT(d time.Duration, minRTO, maxRTO time.Duration) {
 	}
 }
 
+// resetBackoff undoes timeout backoff once new data is acknowledged.
+func (t *txStream) resetBackoff(minRTO, maxRTO time.Duration) {
+	if t.srtt == 0 {
+		return
+	}
+	t.rto = t.srtt + 4*t.rttvar
+	if t.rto < minRTO {
+		t.rto = minRTO
+	}
+	if t.rto > maxRTO {
+		t.rto = maxRTO
+	}
+}
+
 // onLoss shrinks the congestion window once per window of data.
 func (t *txStream) onLoss(seq uint64, timeout bool) {
 	if seq < t.recoverSeq && !timeout {

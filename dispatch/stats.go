@@ -38,6 +38,8 @@ type PortStats struct {
 	AcksSent      uint64
 	AcksRecv      uint64
 	Retransmits   uint64
+	Timeouts      uint64
+	FastRetrans   uint64
 	Duplicates    uint64
 	BusySent      uint64
 	BusyRecv      uint64
@@ -54,6 +56,7 @@ type counters struct {
 	fragsSent, fragsRecv, bytesSent, bytesRecv atomic.Uint64
 	acksSent, acksRecv, retrans, dups          atomic.Uint64
 	busySent, busyRecv, forwarded              atomic.Uint64
+	timeouts, fastRetrans                      atomic.Uint64
 	msgsRecv, msgsSent, sendErrs, recvErrs     atomic.Uint64
 	drops                                      [nDrops]atomic.Uint64
 }
@@ -66,6 +69,8 @@ func (c *counters) snapshot(s *PortStats) {
 	s.AcksSent = c.acksSent.Load()
 	s.AcksRecv = c.acksRecv.Load()
 	s.Retransmits = c.retrans.Load()
+	s.Timeouts = c.timeouts.Load()
+	s.FastRetrans = c.fastRetrans.Load()
 	s.Duplicates = c.dups.Load()
 	s.BusySent = c.busySent.Load()
 	s.BusyRecv = c.busyRecv.Load()
