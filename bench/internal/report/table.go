@@ -101,8 +101,10 @@ func num(v float64, ok bool) string {
 	switch {
 	case !ok || math.IsNaN(v):
 		return "-"
-	case math.IsInf(v, 1):
+	case math.IsInf(v, 1) || v >= 1e12:
 		return "inf"
+	case v >= 1e9:
+		return strconv.FormatFloat(v, 'g', 3, 64)
 	case v >= 1e6:
 		return strconv.FormatFloat(v, 'f', 0, 64)
 	case v >= 100:

@@ -1,0 +1,99 @@
+// Command bench measures pcor-go thread-to-thread messaging against raw
+// baselines, the analogue of Figure 3 of the pCoR paper (round-trip time
+// and one-way throughput from 1 B to 16 KB beside the raw host-to-host
+// figures).
+//
+// Usage:
+//
+//	go run ./bench roundtrip  [flags]   ping-pong: median and p99 µs per size
+//	go run ./bench throughput [flags]   one-way stream: MB/s per size
+//	go run ./bench rate       [flags]   small-message rate, one way (64 B): messages/s
+//	go run ./bench contention [flags]   N threads each receiving its own stream at once
+//	go run ./bench report     [flags]   all of them, both placements and modes: RESULTS.md and results.svg
+//
+// Every pcor figure is printed with the ratio of its median to the median
+// of a baseline measured in the same run: a Go channel ping-pong or stream
+// for threads of one process; raw UDP ping-pong and raw unbatched UDP
+// stream (fabric/udp with one datagram per system call) for two processes;
+// a raw TCP stream on loopback for large-message throughput. With
+// --placement procs the benchmark re-executes itself as the peer process,
+// for the baselines as for pcor.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/pcor-go/pcor/bench/internal/peer"
+)
+
+func main() {
+	if peer.IsChild() {
+		os.Exit(serveChild())
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+}
+
+// serveChild is the peer process: it serves jobs on stdin/stdout.
+func serveChild() int {
+	if err := peer.Serve(context.Background(), os.Stdin, os.Stdout, childHandlers()); err != nil {
+		fmt.Fprintln(os.Stderr, "bench peer:", err)
+		return 1
+	}
+	return 0
+}
+
+const usage = `usage: bench <command> [flags]
+
+commands:
+  roundtrip   ping-pong round-trip time per size (median, p99 µs)
+  throughput  one-way stream throughput per size (MB/s)
+  rate        one-way small-message rate (messages/s, 64 B by default)
+  contention  N threads each receiving its own stream at once (msgs/s, MB/s)
+  report      run everything for both placements and modes; write RESULTS.md and results.svg
+
+run "bench <command> -h" for the flags.
+`
+
+// run executes one command line.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return errors.New("no command given")
+	}
+	cmd := args[0]
+	switch cmd {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	case "report":
+		return runReport(ctx, args[1:], stdout, stderr)
+	}
+	if _, ok := commands[cmd]; !ok {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("unknown command %q", cmd)
+	}
+	o, err := parseOptions(cmd, args[1:], stderr)
+	if err != nil {
+		return err
+	}
+	res, err := measure(ctx, o, stderr)
+	if err != nil {
+		return err
+	}
+	return output(o, res, stdout)
+}

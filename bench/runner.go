@@ -1,0 +1,115 @@
+package main
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+
+	"github.com/pcor-go/pcor/bench/internal/pb"
+	"github.com/pcor-go/pcor/bench/internal/peer"
+	"github.com/pcor-go/pcor/bench/internal/progress"
+	"github.com/pcor-go/pcor/bench/internal/raw"
+	"github.com/pcor-go/pcor/pcor"
+)
+
+// childHandlers are the jobs the peer process serves.
+func childHandlers() peer.Handlers { return handlers(nil) }
+
+func handlers(shared *pcor.Node) peer.Handlers {
+	h := peer.Handlers{"udp-echo": raw.UDPEcho, "udp-sink": raw.UDPSink, "tcp-sink": raw.TCPSink}
+	maps.Copy(h, pb.Handlers(shared))
+	return h
+}
+
+// runner holds what one command's measurements share: the peer process
+// (placement procs), the job key and the progress line.
+type runner struct {
+	o      options
+	proc   *peer.Process
+	jobKey uint64
+	prog   *progress.Line
+	stderr io.Writer
+}
+
+func newRunner(o options, stderr io.Writer) (*runner, error) {
+	var k [8]byte
+	rand.Read(k[:])
+	r := &runner{o: o, jobKey: binary.LittleEndian.Uint64(k[:]) | 1, stderr: stderr}
+	if o.placement == placeProcs {
+		p, err := peer.Spawn()
+		if err != nil {
+			return nil, err
+		}
+		r.proc = p
+	}
+	if f, ok := stderr.(*os.File); ok {
+		r.prog = progress.Start(f)
+	}
+	return r, nil
+}
+
+func (r *runner) close() error {
+	r.prog.Stop()
+	if r.proc != nil {
+		return r.proc.Close()
+	}
+	return nil
+}
+
+// baselineHost runs the far side of the raw baselines.
+func (r *runner) baselineHost() peer.Host {
+	if r.proc != nil {
+		return r.proc
+	}
+	return peer.NewLocal(handlers(nil))
+}
+
+// pcorSide is the near side of pcor measurements in one dispatcher mode
+// and the host of its far side.
+type pcorSide struct {
+	mode string
+	node *pcor.Node
+	near *pb.Near
+	host peer.Host
+	own  bool // host is local and closed with the side
+}
+
+func (r *runner) openPcor(mode string) (*pcorSide, error) {
+	m, err := pb.ParseMode(mode)
+	if err != nil {
+		return nil, err
+	}
+	node, err := pb.NewNode(pb.NearProc, r.o.fabric, m, r.jobKey)
+	if err != nil {
+		return nil, fmt.Errorf("pcor node (%s, %s): %w", r.o.fabric, mode, err)
+	}
+	s := &pcorSide{mode: mode, node: node, near: pb.NewNear(node, r.o.maxSize())}
+	if r.proc != nil {
+		s.host = r.proc
+	} else {
+		s.host = peer.NewLocal(handlers(node))
+		s.own = true
+	}
+	return s, nil
+}
+
+// job describes a far-side pcor job for this side.
+func (s *pcorSide) job(r *runner, kind string, size int) peer.Job {
+	j := peer.Job{Kind: kind, Fabric: r.o.fabric, Mode: s.mode, JobKey: r.jobKey, Size: size, Window: r.o.window}
+	if r.proc != nil {
+		j.Addr = s.node.Endpoints()[0].Addr
+	}
+	return j
+}
+
+func (s *pcorSide) close() error {
+	if s.own {
+		s.host.Close()
+	}
+	return s.node.Close()
+}
+
+func (s *pcorSide) series() string { return "pcor/" + s.mode }
