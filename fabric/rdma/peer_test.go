@@ -19,7 +19,11 @@ import (
 // the tests.
 
 func TestMain(m *testing.M) {
-	if role := os.Getenv("RDMA_TEST_PEER"); role != "" {
+	switch role := os.Getenv("RDMA_TEST_PEER"); role {
+	case "":
+	case "pcor-echo":
+		os.Exit(runPcorEcho())
+	default:
 		os.Exit(runPeer(role))
 	}
 	os.Exit(m.Run())
