@@ -100,3 +100,21 @@ func TestWriters(t *testing.T) {
 		t.Errorf("plot of rate only: %v", err)
 	}
 }
+
+func TestFitJSONInfinite(t *testing.T) {
+	r := &Result{Command: "roundtrip", Unit: "us"}
+	r.AddSamples("chan", 1, 0, []float64{1}, nil)
+	r.AddSamples("chan", 2, 0, []float64{1}, nil)
+	r.Finish()
+	if len(r.Fits) != 1 || !math.IsInf(r.Fits[0].B, 1) {
+		t.Fatalf("fits %+v", r.Fits)
+	}
+	var b bytes.Buffer
+	if err := WriteJSON(&b, []*Result{r}); err != nil {
+		t.Fatal(err)
+	}
+	var back []*Result
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || !math.IsInf(back[0].Fits[0].B, 1) || back[0].Fits[0].A != 0.5 {
+		t.Fatalf("round trip: %v %+v", err, back)
+	}
+}

@@ -4,6 +4,7 @@
 package report
 
 import (
+	"encoding/json"
 	"math"
 	"slices"
 	"strings"
@@ -161,4 +162,42 @@ func (r *Result) Ratio(series, baseline string, size, threads int) (float64, boo
 		}
 	}
 	return math.NaN(), false
+}
+
+// MarshalJSON writes an unbounded bandwidth (times that do not grow with
+// size) as null, which JSON can carry and +Inf it cannot.
+func (f Fit) MarshalJSON() ([]byte, error) {
+	fin := func(v float64) *float64 {
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	return json.Marshal(struct {
+		Series string   `json:"series"`
+		A      float64  `json:"latency_us"`
+		B      *float64 `json:"bandwidth_mbs"`
+		NHalf  *float64 `json:"n_half_bytes"`
+	}{f.Series, f.A, fin(f.B), fin(f.NHalf)})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes (null as +Inf).
+func (f *Fit) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Series string   `json:"series"`
+		A      float64  `json:"latency_us"`
+		B      *float64 `json:"bandwidth_mbs"`
+		NHalf  *float64 `json:"n_half_bytes"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	f.Series, f.A, f.B, f.NHalf = v.Series, v.A, math.Inf(1), math.Inf(1)
+	if v.B != nil {
+		f.B = *v.B
+	}
+	if v.NHalf != nil {
+		f.NHalf = *v.NHalf
+	}
+	return nil
 }

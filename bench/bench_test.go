@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/bench/internal/peer"
+	"github.com/pcor-go/pcor/bench/internal/report"
+	"github.com/pcor-go/pcor/bench/internal/sizes"
+)
+
+// TestMain lets the test binary serve as the peer process, as the
+// benchmark binary does.
+func TestMain(m *testing.M) {
+	if peer.IsChild() {
+		os.Exit(serveChild())
+	}
+	os.Exit(m.Run())
+}
+
+var tiny = []string{"--iters", "4", "--warmup", "1", "--duration", "5ms", "--reps", "2", "--window", "4", "--timeout", "2m"}
+
+func runJSON(t *testing.T, args ...string) *report.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	if err := run(ctx, append(append(args, tiny...), "--json"), &out, &errb); err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, errb.String())
+	}
+	var rs []*report.Result
+	if err := json.Unmarshal(out.Bytes(), &rs); err != nil || len(rs) != 1 {
+		t.Fatalf("%v: bad JSON (%v): %s", args, err, out.String())
+	}
+	return rs[0]
+}
+
+// checkPoints verifies every series has a valid point at every size and a
+// ratio against every baseline.
+func checkPoints(t *testing.T, r *report.Result, keys [][2]int, wantSeries, wantBase []string) {
+	t.Helper()
+	for _, s := range wantSeries {
+		for _, k := range keys {
+			p, ok := r.Get(s, k[0], k[1])
+			if !ok || p.Median <= 0 || p.N < 1 {
+				t.Errorf("%s %s: %s at %v: %+v", r.Command, r.Placement, s, k, p)
+			}
+			if !report.IsPcor(s) {
+				continue
+			}
+			for _, b := range wantBase {
+				if v, ok := r.Ratio(s, b, k[0], k[1]); !ok || v <= 0 {
+					t.Errorf("%s %s: no ratio %s/%s at %v", r.Command, r.Placement, s, b, k)
+				}
+			}
+		}
+	}
+}
+
+func sizeKeys(ss ...int) [][2]int {
+	var k [][2]int
+	for _, s := range ss {
+		k = append(k, [2]int{s, 0})
+	}
+	return k
+}
+
+func TestRoundtrip(t *testing.T) {
+	r := runJSON(t, "roundtrip", "--placement", "same", "--sizes", "1,2K", "--mode", "blocking,polling")
+	checkPoints(t, r, sizeKeys(1, 2048), []string{"chan", "pcor/blocking", "pcor/polling"}, []string{"chan"})
+	if len(r.Fits) == 0 {
+		t.Error("no Hockney fit")
+	}
+	r = runJSON(t, "roundtrip", "--placement", "procs", "--sizes", "1,100K")
+	checkPoints(t, r, sizeKeys(1, 100<<10), []string{"udp", "pcor/blocking"}, []string{"udp"})
+}
+
+func TestThroughput(t *testing.T) {
+	for _, pl := range []string{"same", "procs"} {
+		r := runJSON(t, "throughput", "--placement", pl, "--sizes", "64,70000")
+		base := []string{"udp", "tcp"}
+		if pl == "same" {
+			base = []string{"chan", "tcp"}
+		}
+		checkPoints(t, r, sizeKeys(64, 70000), append(base, "pcor/blocking"), base)
+	}
+}
+
+func TestRate(t *testing.T) {
+	r := runJSON(t, "rate", "--placement", "procs", "--mode", "polling")
+	checkPoints(t, r, sizeKeys(64), []string{"udp", "pcor/polling"}, []string{"udp"})
+	r = runJSON(t, "rate", "--placement", "same")
+	checkPoints(t, r, sizeKeys(64), []string{"chan", "pcor/blocking"}, []string{"chan"})
+}
+
+func TestContention(t *testing.T) {
+	for _, pl := range []string{"same", "procs"} {
+		r := runJSON(t, "contention", "--placement", pl, "--threads", "1,30", "--iters", "60")
+		keys := [][2]int{{64, 1}, {64, 30}}
+		checkPoints(t, r, keys, []string{"pcor/blocking"}, []string{"best"})
+		p, _ := r.Get("pcor/blocking", 64, 30)
+		if p.N != 2 {
+			t.Errorf("%s: %d samples, want 2", pl, p.N)
+		}
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	svg := filepath.Join(t.TempDir(), "rt.svg")
+	var out, errb bytes.Buffer
+	args := append([]string{"roundtrip", "--placement", "same", "--sizes", "1-16", "--plot", svg}, tiny...)
+	if err := run(ctx, args, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	table := out.String()
+	for _, s := range []string{"# pcor-go roundtrip", "blocking/chan", "Hockney fit pcor/blocking"} {
+		if !strings.Contains(table, s) {
+			t.Errorf("table lacks %q:\n%s", s, table)
+		}
+	}
+	if lines := strings.Count(table, "\n"); lines < 6 {
+		t.Errorf("table has %d lines:\n%s", lines, table)
+	}
+	b, err := os.ReadFile(svg)
+	if err != nil || !bytes.Contains(b, []byte("<polyline")) {
+		t.Errorf("plot: %v", err)
+	}
+	out.Reset()
+	args = append([]string{"rate", "--placement", "same", "--csv"}, tiny...)
+	if err := run(ctx, args, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := csv.NewReader(&out).ReadAll()
+	if err != nil || len(recs) != 3 || recs[0][0] != "command" {
+		t.Errorf("csv: %v %v", recs, err)
+	}
+}
+
+func TestBadCommandLines(t *testing.T) {
+	ctx := context.Background()
+	for _, args := range [][]string{
+		nil,
+		{"nosuch"},
+		{"roundtrip", "--sizes", "0"},
+		{"roundtrip", "--sizes", "128M"},
+		{"roundtrip", "--placement", "remote"},
+		{"roundtrip", "--placement", "mars"},
+		{"roundtrip", "--mode", "spin"},
+		{"roundtrip", "--fabric", "carrier-pigeon"},
+		{"roundtrip", "--iters", "0"},
+		{"throughput", "--json", "--csv"},
+		{"contention", "--threads", "1,x"},
+		{"rate", "extra"},
+		{"report", "--out", ""},
+	} {
+		var out, errb bytes.Buffer
+		if err := run(ctx, args, &out, &errb); err == nil {
+			t.Errorf("%q: no error", args)
+		}
+	}
+}
+
+func TestItersFor(t *testing.T) {
+	if itersFor(1000, 64<<10) != 1000 || itersFor(1000, 1<<20) != 62 || itersFor(1000, 64<<20) != 10 || itersFor(3, 1<<20) != 3 {
+		t.Error("itersFor scaling")
+	}
+	if _, err := sizes.Parse(commands["roundtrip"].sizes); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestReport(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	var out, errb bytes.Buffer
+	args := []string{"report", "--out", dir, "--sizes", "1,64K", "--threads", "1,5", "--iters", "4", "--contention-iters", "20",
+		"--warmup", "1", "--duration", "5ms", "--reps", "1"}
+	if err := run(ctx, args, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "RESULTS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"go run ./bench report", "nproc:", "Go: go1", "## Targets", "results.svg",
+		"### roundtrip, procs", "### contention, same", "blocking/udp"} {
+		if !bytes.Contains(md, []byte(s)) {
+			t.Errorf("RESULTS.md lacks %q", s)
+		}
+	}
+	// The 1 B round-trip targets were measured; 1000-thread contention was not.
+	if !regexpMatch(`1 B round trip ≤ 1.3x raw UDP ping-pong \| [0-9.]+x \| (yes|no) \|`, md) {
+		t.Errorf("round-trip target row missing:\n%s", md)
+	}
+	if !bytes.Contains(md, []byte("1000 threads ≥ 80% of the best rate | not measured")) {
+		t.Error("unmeasured target not marked")
+	}
+	for _, f := range []string{"results.svg", "results.json"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func regexpMatch(re string, b []byte) bool { return regexp.MustCompile(re).Match(b) }
