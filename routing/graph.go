@@ -11,9 +11,9 @@ import (
 // each carrying half the port's cost, so crossing a network from port p to
 // port q costs the mean of p and q.
 type graph struct {
-	procs   []uint32          // process id of each process node
+	procs   []uint32           // process id of each process node
 	members []directory.Member // member of each process node
-	nets    []netKey          // (fabric, network) of node len(procs)+i
+	nets    []netKey           // (fabric, network) of node len(procs)+i
 	adj     [][]edge
 	self    int32 // node of the local process, -1 if absent
 	forward float64
