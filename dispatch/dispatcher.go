@@ -193,8 +193,13 @@ func (pt *port) onData(p *peer, h *wire.Header, body []byte) {
 			pt.c.drops[DropLength].Add(1)
 			return
 		}
+		k := key{ProcID(h.SrcProc), ThreadID(h.SrcThread), ThreadID(h.DstThread), Tag(h.Tag)}
 		m = e.pool.get()
-		if m == nil || !e.reserve(int64(h.Total)) {
+		var owner *Request
+		if m != nil && h.Total > chunkSize {
+			owner = e.claimPosted(p, m, k, h.MsgID, h.Total)
+		}
+		if m == nil || owner == nil && !e.reserve(int64(h.Total)) {
 			if m != nil {
 				e.pool.put(m)
 			}
@@ -202,8 +207,10 @@ func (pt *port) onData(p *peer, h *wire.Header, body []byte) {
 			pt.busy = append(pt.busy, busyReply{p, *h})
 			return
 		}
-		m.reserved = int64(h.Total)
-		m.key = key{ProcID(h.SrcProc), ThreadID(h.SrcThread), ThreadID(h.DstThread), Tag(h.Tag)}
+		if owner == nil {
+			m.reserved = int64(h.Total)
+		}
+		m.key = k
 		m.msgID = h.MsgID
 		m.start(h.Total, h.FragSize, uint32(nfrag), &e.bufs)
 		rx.inprog[h.MsgID] = m
@@ -243,6 +250,12 @@ func (pt *port) deliver(p *peer) {
 	var matchedBuf [8]match
 	matched := matchedBuf[:0]
 	for _, m := range pt.delivered {
+		pt.c.msgsRecv.Add(1)
+		if m.owner != nil {
+			m.owner.ownerPeer.Store(nil) // no longer cancellable
+			matched = append(matched, match{m.owner, m})
+			continue
+		}
 		h := hashKey(m.key)
 		s := e.table.stripe(m.key.dstThread)
 		s.mu.Lock()
@@ -253,7 +266,6 @@ func (pt *port) deliver(p *peer) {
 			e.table.enqueue(s, m, h)
 			s.mu.Unlock()
 		}
-		pt.c.msgsRecv.Add(1)
 	}
 	clear(pt.delivered)
 	pt.delivered = pt.delivered[:0]

@@ -166,6 +166,9 @@ func (e *Engine) RemovePeer(proc ProcID, err error) {
 	e.peersMu.Unlock()
 	if p != nil {
 		p.fail(err)
+		p.rxmu.Lock()
+		e.dropOwned(p, err)
+		p.rxmu.Unlock()
 	}
 	e.failPostedFrom(proc, err)
 }
@@ -269,6 +272,7 @@ func (e *Engine) Close() error {
 		for _, p := range *e.peers.Load() {
 			p.fail(ErrClosed)
 			p.rxmu.Lock()
+			e.dropOwned(p, ErrClosed)
 			for id, m := range p.rx.inprog {
 				delete(p.rx.inprog, id)
 				e.freeMCB(m)
@@ -276,6 +280,10 @@ func (e *Engine) Close() error {
 			for id, m := range p.rx.held {
 				delete(p.rx.held, id)
 				if m != nil {
+					if r := m.owner; r != nil {
+						e.disown(m)
+						r.complete(ErrClosed)
+					}
 					e.freeMCB(m)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pcor-go/pcor/fabric/faulty"
 	"github.com/pcor-go/pcor/fabric/mem"
 )
 
@@ -245,5 +246,49 @@ func TestThousandThreads(t *testing.T) {
 		if !ok {
 			t.Fatalf("thread %d did not get its message", i)
 		}
+	}
+}
+
+// A large message is placed straight into the buffer of the receive posted
+// for it; cancelling that receive mid-way keeps the message whole for the
+// next receive.
+func TestOwnedReceiveCancel(t *testing.T) {
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	slow := faulty.Wrap(a, faulty.Faults{Delay: 2 * time.Millisecond})
+	e0, e1 := pair(t, slow, b, Config{Window: 64})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	data := pattern(8<<20, 5)
+	buf := make([]byte, 8<<20)
+	r := e1.NewRecv(0, 0, 0, 1, buf)
+	e1.Start(r)
+	s := e0.NewSend(0, 1, 0, 1, data)
+	e0.Start(s)
+	for r.ownerPeer.Load() == nil {
+		if done, _ := r.Test(); done {
+			t.Fatal("receive completed before it could be cancelled")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.Cancel()
+	if err := r.Wait(ctx); !errors.Is(err, ErrCanceled) {
+		t.Fatalf("cancelled receive: %v", err)
+	}
+	r2 := e1.NewRecv(0, 0, 0, 1, nil)
+	e1.Start(r2)
+	if err := r2.Wait(ctx); err != nil || !bytes.Equal(r2.Data(), data) {
+		t.Fatalf("second receive: %v, equal %v", err, bytes.Equal(r2.Data(), data))
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// And uncancelled, the data lands in the caller's buffer.
+	r3 := e1.NewRecv(0, 0, 0, 1, buf)
+	e1.Start(r3)
+	e0.Start(e0.NewSend(0, 1, 0, 1, data))
+	if err := r3.Wait(ctx); err != nil || &r3.Data()[0] != &buf[0] || !bytes.Equal(buf, data) {
+		t.Fatalf("owned receive: %v", err)
 	}
 }

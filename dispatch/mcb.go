@@ -47,6 +47,11 @@ type mcb struct {
 	bits   [][]uint64 // fragment bitmap, blocks of bitBlock bits
 	chunks [][]byte   // storage while less than half has arrived
 	data   []byte     // contiguous storage
+
+	// owner is the posted receive that took this message when its first
+	// fragment arrived; the fragments are then placed straight into the
+	// receive's buffer.
+	owner *Request
 }
 
 // hasFrag reports whether fragment i has arrived.
@@ -80,7 +85,9 @@ func (m *mcb) start(total uint64, fragSize uint32, nfrag uint32, pool *bufPool) 
 	} else {
 		m.bits = make([][]uint64, nb)
 	}
-	if total <= chunkSize {
+	if m.data != nil {
+		// Storage supplied by the receive that owns the message.
+	} else if total <= chunkSize {
 		m.data = pool.get(int(total))
 	} else {
 		m.chunks = make([][]byte, (total+chunkSize-1)/chunkSize)
@@ -146,6 +153,7 @@ func (m *mcb) clear() {
 	}
 	m.chunks = nil
 	m.data = nil
+	m.owner = nil
 	m.hnext, m.tprev, m.tnext = nilMCB, nilMCB, nilMCB
 }
 

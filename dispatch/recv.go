@@ -64,10 +64,58 @@ func (e *Engine) downErr(proc ProcID) error {
 	return e.down[proc]
 }
 
+// claimPosted lets a large message arriving from p be placed straight into
+// the buffer of the receive that will take it: the earliest posted receive
+// matching k, if its buffer is large enough and no earlier message from p
+// with the same key is still incomplete. p.rxmu is held.
+func (e *Engine) claimPosted(p *peer, m *mcb, k key, msgID, total uint64) *Request {
+	for id, m := range p.rx.inprog {
+		if id < msgID && m.key == k {
+			return nil
+		}
+	}
+	for id, m := range p.rx.held {
+		if id < msgID && m != nil && m.key == k {
+			return nil
+		}
+	}
+	s := e.table.stripe(k.dstThread)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := e.table.peekPosted(s, k, hashKey(k))
+	if r == nil || uint64(len(r.buf)) < total {
+		return nil
+	}
+	e.table.takePosted(s, k, hashKey(k))
+	m.owner = r
+	m.data = r.buf[:total]
+	r.owned = m
+	r.ownerPeer.Store(p)
+	return r
+}
+
+// release the receive owning m (cancelled, or its peer gone): m keeps the
+// data received so far in storage of its own. p.rxmu is held.
+func (e *Engine) disown(m *mcb) {
+	r := m.owner
+	m.owner = nil
+	r.owned = nil
+	r.ownerPeer.Store(nil)
+	own := make([]byte, m.total)
+	copy(own, m.data)
+	m.data = own
+	m.reserved = int64(m.total)
+	e.budgetUsed.Add(m.reserved)
+}
+
 // fillFromMCB completes receive r with message m and frees m.
 func (e *Engine) fillFromMCB(r *Request, m *mcb) {
 	var err error
-	if r.buf != nil {
+	if m.owner == r {
+		r.data = r.buf[:m.total]
+		r.owned = nil
+		m.data = nil
+	} else if r.buf != nil {
 		n := copy(r.buf, m.data)
 		if len(m.data) > len(r.buf) {
 			err = ErrTruncated
@@ -103,8 +151,34 @@ func (e *Engine) cancelRecv(r *Request) {
 	s.mu.Lock()
 	ok := e.table.unpost(s, r)
 	s.mu.Unlock()
+	if !ok {
+		ok = e.disownRequest(r)
+	}
 	if ok {
 		r.complete(ErrCanceled)
+	}
+}
+
+// disownRequest detaches r from a message being placed into its buffer.
+func (e *Engine) disownRequest(r *Request) bool {
+	for {
+		p := r.ownerPeer.Load()
+		if p == nil {
+			return false
+		}
+		p.rxmu.Lock()
+		if r.ownerPeer.Load() != p {
+			p.rxmu.Unlock()
+			continue
+		}
+		m := r.owned
+		if m.owner != r {
+			p.rxmu.Unlock()
+			return false
+		}
+		e.disown(m)
+		p.rxmu.Unlock()
+		return true
 	}
 }
 
@@ -191,6 +265,19 @@ func (e *Engine) Probe(ctx context.Context, dst ThreadID, srcProc ProcID, srcThr
 		case <-e.closing:
 		case <-ctx.Done():
 			return Status{}, ctx.Err()
+		}
+	}
+}
+
+// dropOwned ends every message from p that a receive owns, failing the
+// receive with err (the message can no longer complete). p.rxmu is held.
+func (e *Engine) dropOwned(p *peer, err error) {
+	for id, m := range p.rx.inprog {
+		if r := m.owner; r != nil {
+			e.disown(m)
+			r.complete(err)
+			delete(p.rx.inprog, id)
+			e.freeMCB(m)
 		}
 	}
 }

@@ -105,6 +105,29 @@ func exactKey(r *Request) bool {
 	return r.srcProc != AnyProc && r.srcThread != AnyThread && r.tag != AnyTag
 }
 
+// peekPosted returns, without removing it, the receive takePosted would
+// take. The stripe must be locked.
+func (t *recvTable) peekPosted(s *stripe, k key, h uint64) *Request {
+	var ex *Request
+	for r := s.posted[h&t.mask]; r != nil; r = r.next {
+		if r.srcProc == k.srcProc && r.srcThread == k.srcThread && r.tag == k.tag && r.dstThread == k.dstThread {
+			ex = r
+			break
+		}
+	}
+	if ts := s.threads[k.dstThread]; ts != nil {
+		for r := ts.wildHead; r != nil; r = r.next {
+			if matches(r, k) {
+				if ex == nil || r.postSeq < ex.postSeq {
+					return r
+				}
+				break
+			}
+		}
+	}
+	return ex
+}
+
 // takePosted removes and returns the earliest posted receive matching k,
 // or nil. The stripe must be locked.
 func (t *recvTable) takePosted(s *stripe, k key, h uint64) *Request {

@@ -41,6 +41,11 @@ type Request struct {
 	postSeq uint64
 	next    *Request // posted-receive chain or send queue
 
+	// The message being placed into buf while it arrives (guarded by
+	// ownerPeer's rxmu), and the peer it comes from while it does.
+	owned     *mcb
+	ownerPeer atomic.Pointer[peer]
+
 	// Send progress, guarded by the peer's mutex.
 	peer     *peer
 	msgID    uint64

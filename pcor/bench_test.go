@@ -1,0 +1,88 @@
+package pcor_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/pcor-go/pcor/pcor"
+)
+
+func udpPair(b testing.TB, mode pcor.Mode) (*pcor.Node, *pcor.Node) {
+	a, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, Listen: []pcor.Listen{{Mode: mode}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: jobKey, Listen: []pcor.Listen{{Mode: mode}},
+		Peers: []pcor.Peer{{Proc: 0, Addr: a.Endpoints()[0].Addr}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := a.AddPeer(pcor.Peer{Proc: 1, Addr: c.Endpoints()[0].Addr}); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { a.Close(); c.Close() })
+	return a, c
+}
+
+// BenchmarkStream measures one-way throughput of 2 MiB messages between
+// two nodes over UDP on loopback.
+func BenchmarkStream2MiB(b *testing.B) {
+	a, c := udpPair(b, pcor.Blocking)
+	src, dst := a.NewThread(), c.NewThread()
+	data := a.Alloc(2 << 20)
+	buf := c.Alloc(2 << 20)
+	ctx := context.Background()
+	b.SetBytes(int64(len(data)))
+	b.ReportAllocs()
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < b.N; i++ {
+			if _, err := dst.RecvInto(ctx, src.Addr(), 1, buf); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := 0; i < b.N; i++ {
+		if err := src.Send(ctx, dst.Addr(), 1, data); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// BenchmarkPingPong1B measures the round trip of a 1-byte message between
+// two nodes over UDP on loopback.
+func BenchmarkPingPong1B(b *testing.B) {
+	for _, mode := range []pcor.Mode{pcor.Blocking, pcor.Polling} {
+		b.Run(mode.String(), func(b *testing.B) {
+			a, c := udpPair(b, mode)
+			ta, tc := a.NewThread(), c.NewThread()
+			ctx := context.Background()
+			msg := []byte{1}
+			bufA, bufC := make([]byte, 1), make([]byte, 1)
+			go func() {
+				for {
+					m, err := tc.RecvInto(ctx, ta.Addr(), 1, bufC)
+					if err != nil {
+						return
+					}
+					r := tc.Isend(ta.Addr(), 1, m.Data)
+					_ = r
+				}
+			}()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				r := ta.Isend(tc.Addr(), 1, msg)
+				if _, err := ta.RecvInto(ctx, tc.Addr(), 1, bufA); err != nil {
+					b.Fatal(err)
+				}
+				_ = r
+			}
+		})
+	}
+}

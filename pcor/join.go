@@ -1,0 +1,268 @@
+package pcor
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pcor-go/pcor/directory"
+	"github.com/pcor-go/pcor/fabric"
+)
+
+// JoinConfig configures Join: where the directory is, who this process is,
+// and the node's ports.
+type JoinConfig struct {
+	// Coord is the directory's TCP address.
+	Coord string
+	// JobKey is the application's key, shared by the directory and every
+	// process.
+	JobKey uint64
+	// Rank is the process id asked for; directory.AnyProc lets the
+	// directory choose (a process joining a running application). The
+	// zero value asks for 0.
+	Rank int
+	// Size is the number of processes started with the application (used
+	// when this process serves the directory).
+	Size int
+	// Directory is directory.ServeAuto (default), ServeEmbed or
+	// ServeNever: whether this process may serve the directory itself.
+	Directory string
+	// HeartbeatTimeout of a directory served by this process.
+	HeartbeatTimeout time.Duration
+	// Listen are the node's ports. Default: one UDP port on the local
+	// address that routes to Coord.
+	Listen []Listen
+	// OnEvent, if set, is called with every membership change after the
+	// node's peers were updated, in order, from one goroutine.
+	OnEvent func(directory.Event)
+	// Node holds the remaining node settings; its Proc, JobKey, Listen and
+	// Peers are set by Join.
+	Node Config
+}
+
+// membership links a joined node to its directory session.
+type membership struct {
+	node    *Node
+	started bool // the event loop runs
+	client  *directory.Client
+	server  *directory.Server
+	once    sync.Once
+	done    chan struct{} // closed when the event loop has ended
+}
+
+var joined sync.Map // *Node -> *membership
+
+// Join opens the node's ports, joins the directory with them (serving it
+// in this process when cfg says so), and creates the node with the process
+// id the directory gave. Every member, and every later one, is added as a
+// peer; a member that leaves or dies is removed with ErrPeerDown, so sends
+// to it and receives waiting on it fail. Closing the node leaves the
+// directory.
+func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
+	if cfg.Coord == "" {
+		return nil, directory.ErrNoCoord
+	}
+	ls := cfg.Listen
+	if len(ls) == 0 {
+		ip, err := addrToward(cfg.Coord)
+		if err != nil {
+			return nil, err
+		}
+		ls = []Listen{{Fabric: "udp", Addr: net.JoinHostPort(ip, "0")}}
+	}
+	m := &membership{done: make(chan struct{})}
+	var ports []directory.PortInfo
+	opened := make([]Listen, 0, len(ls))
+	closeAll := func() {
+		for _, l := range opened {
+			l.Port.Close()
+		}
+	}
+	for _, l := range ls {
+		p, err := openPort(l)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		if l.Network == "" {
+			l.Network = "default"
+		}
+		l.Port = &closeHook{Port: p, m: m}
+		l.Fabric = p.Kind()
+		opened = append(opened, l)
+		ports = append(ports, directory.PortInfo{Fabric: p.Kind(), Network: l.Network, Addr: p.LocalEndpoint().String()})
+	}
+	dir := cfg.Directory
+	if dir == "" {
+		dir = directory.ServeAuto
+	}
+	env := directory.Env{Coord: cfg.Coord, Rank: cfg.Rank, Size: cfg.Size, JobKey: cfg.JobKey, HasJobKey: true, Directory: dir}
+	client, server, err := directory.Bootstrap(ctx, env, directory.JoinRequest{Ports: ports},
+		directory.ServerConfig{HeartbeatTimeout: cfg.HeartbeatTimeout})
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	m.client, m.server = client, server
+	nc := cfg.Node
+	nc.Proc = ProcID(client.Proc())
+	nc.JobKey = cfg.JobKey
+	nc.Listen = opened
+	nc.Peers = nil
+	n, err := NewNode(nc)
+	if err != nil {
+		m.shutdown()
+		closeAll()
+		return nil, err
+	}
+	m.node = n
+	joined.Store(n, m)
+	m.started = true
+	for _, mb := range client.Members() {
+		addMember(n, mb)
+	}
+	go func() {
+		defer close(m.done)
+		for ev := range client.Events() {
+			switch ev.Kind {
+			case directory.Joined:
+				addMember(n, ev.Member)
+			case directory.Left:
+				n.RemovePeer(ProcID(ev.Member.Proc), nil) // nil: ErrPeerDown naming the process
+			}
+			if cfg.OnEvent != nil {
+				cfg.OnEvent(ev)
+			}
+		}
+	}()
+	return n, nil
+}
+
+// FromEnv joins the application described by the environment (PCOR_COORD,
+// PCOR_RANK, PCOR_SIZE, PCOR_JOBKEY, PCOR_LISTEN, PCOR_DIRECTORY or a
+// launcher's rank variables; see directory/README.md).
+func FromEnv(ctx context.Context) (*Node, error) { return FromEnvWith(ctx, JoinConfig{}) }
+
+// FromEnvWith is FromEnv with the fields the environment does not set
+// (Node, OnEvent, HeartbeatTimeout) taken from cfg.
+func FromEnvWith(ctx context.Context, cfg JoinConfig) (*Node, error) {
+	env, err := directory.FromEnv()
+	if err != nil {
+		return nil, err
+	}
+	if !env.HasJobKey {
+		return nil, directory.ErrNoJobKey
+	}
+	ls, err := ParseListen(env.Listen)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Coord, cfg.JobKey, cfg.Rank, cfg.Size, cfg.Directory = env.Coord, env.JobKey, env.Rank, env.Size, env.Directory
+	if len(ls) > 0 {
+		cfg.Listen = ls
+	}
+	return Join(ctx, cfg)
+}
+
+// Directory returns the directory session of a node made by Join or
+// FromEnv (nil for other nodes): its cached membership, events, Wait.
+func (n *Node) Directory() *directory.Client {
+	if v, ok := joined.Load(n); ok {
+		return v.(*membership).client
+	}
+	return nil
+}
+
+// ParseListen parses PCOR_LISTEN: comma-separated ports, each
+// [fabric/]address[@network], e.g. "10.0.0.1:0@lan,rdma/mlx5_0:1@ib".
+// The fabric defaults to udp.
+func ParseListen(s string) ([]Listen, error) {
+	var ls []Listen
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		l := Listen{Fabric: "udp"}
+		if f, rest, ok := strings.Cut(part, "/"); ok {
+			l.Fabric, part = f, rest
+		}
+		if i := strings.LastIndexByte(part, '@'); i >= 0 {
+			part, l.Network = part[:i], part[i+1:]
+		}
+		if l.Fabric == "" || part == "" {
+			return nil, fmt.Errorf("%w: PCOR_LISTEN entry %q", directory.ErrEnv, part)
+		}
+		l.Addr = part
+		ls = append(ls, l)
+	}
+	return ls, nil
+}
+
+func addMember(n *Node, mb directory.Member) {
+	if ProcID(mb.Proc) == n.Proc() {
+		return
+	}
+	if p, ok := peerFor(n.Endpoints(), mb); ok {
+		n.AddPeer(p)
+	}
+}
+
+// peerFor picks the member's port to reach it through: one on the same
+// fabric and network as a local port, else one on the same fabric.
+func peerFor(local []Listen, mb directory.Member) (Peer, bool) {
+	for _, sameNet := range []bool{true, false} {
+		for _, l := range local {
+			for _, p := range mb.Ports {
+				if p.Fabric == l.Fabric && (!sameNet || p.Network == l.Network) {
+					return Peer{Proc: ProcID(mb.Proc), Fabric: p.Fabric, Addr: p.Addr}, true
+				}
+			}
+		}
+	}
+	return Peer{}, false
+}
+
+// addrToward is the local IP address that routes to the host of hostport
+// (no packet is sent).
+func addrToward(hostport string) (string, error) {
+	c, err := net.Dial("udp", hostport)
+	if err != nil {
+		return "", fmt.Errorf("pcor: finding the local address toward %s: %w", hostport, err)
+	}
+	defer c.Close()
+	return c.LocalAddr().(*net.UDPAddr).IP.String(), nil
+}
+
+// shutdown leaves the directory and waits for the event loop.
+func (m *membership) shutdown() {
+	m.once.Do(func() {
+		if m.client != nil {
+			m.client.Close()
+		}
+		if m.server != nil {
+			m.server.Close()
+		}
+		if m.started {
+			<-m.done
+		}
+		if m.node != nil {
+			joined.Delete(m.node)
+		}
+	})
+}
+
+// closeHook is a port whose Close, called when the node closes, also ends
+// the node's directory session.
+type closeHook struct {
+	fabric.Port
+	m *membership
+}
+
+func (c *closeHook) Close() error {
+	c.m.shutdown()
+	return c.Port.Close()
+}
