@@ -63,12 +63,13 @@ func BenchmarkMapBaseline(b *testing.B) {
 		m[r.Dst] = r
 	}
 	dsts := tb.Destinations()
+	sizes := []int64{64, 4096, 1 << 16, 1 << 24}
 	b.ReportAllocs()
 	var sink int
 	i := 0
 	for b.Loop() {
 		r := m[dsts[i%len(dsts)]]
-		sink += r.Port
+		sink += r.Port + int(sizes[i%len(sizes)])
 		i++
 	}
 	_ = sink
