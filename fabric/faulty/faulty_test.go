@@ -422,3 +422,53 @@ func TestCallerBuffersNotRetained(t *testing.T) {
 		t.Fatalf("%d damaged datagrams, only %d corrupted: the caller's buffers were kept", bad, st.Corrupted)
 	}
 }
+
+// Concurrent senders, the timer goroutine and SetFaults together: every
+// datagram offered is accounted for once everything held has gone out.
+func TestConcurrentConservation(t *testing.T) {
+	const senders, each = 4, 500
+	f := Faults{Seed: 13, Loss: 0.1, Duplicate: 0.1, Reorder: 0.1, ReorderDelay: time.Millisecond, Jitter: 200 * time.Microsecond}
+	a, b := pair(t, f, 2*senders*each)
+	done := make(chan struct{})
+	for s := range senders {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range each {
+				dg := []fabric.Datagram{makeDatagram(uint64(s*each+i), b.LocalEndpoint())}
+				if _, err := a.Send(dg); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		defer func() { done <- struct{}{} }()
+		for i := range 20 {
+			g := f
+			g.Loss = float64(i%3) / 10
+			if err := a.SetFaults(g); err != nil {
+				t.Error(err)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}()
+	for range senders + 1 {
+		<-done
+	}
+	var st Stats
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		st = a.Stats()
+		if st.Sent == st.Offered-st.Dropped+st.Duplicated {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if st.Offered != senders*each || st.Sent != st.Offered-st.Dropped+st.Duplicated {
+		t.Fatalf("stats do not add up: %+v", st)
+	}
+	if got := drain(t, b); uint64(len(got)) != st.Sent {
+		t.Fatalf("received %d, sent %d", len(got), st.Sent)
+	}
+}
