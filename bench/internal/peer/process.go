@@ -70,6 +70,9 @@ func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // exchange sends one request and waits for its reply or ctx.
 func (p *Process) exchange(ctx context.Context, req request) (reply, error) {
+	if err := ctx.Err(); err != nil {
+		return reply{}, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	b, _ := json.Marshal(req)
