@@ -269,8 +269,23 @@ func TestPartition(t *testing.T) {
 	}
 }
 
+// settledGoroutines returns the goroutine count once goroutines of earlier
+// tests have finished exiting.
+func settledGoroutines() int {
+	n := runtime.NumGoroutine()
+	for range 500 {
+		time.Sleep(2 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if m == n {
+			return n
+		}
+		n = m
+	}
+	return n
+}
+
 func TestCloseEndsGoroutinesAndDiscards(t *testing.T) {
-	before := runtime.NumGoroutine()
+	before := settledGoroutines()
 	nw := mem.NewNetwork()
 	dst, err := nw.Listen("dst")
 	if err != nil {
