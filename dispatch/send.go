@@ -259,7 +259,7 @@ func (p *peer) onTimer() {
 		}
 	}
 	next := now + int64(t.rto)
-	if d := last + int64(e.cfg.UnreachableTimeout) + int64(time.Millisecond); d < next && !expired {
+	if d := last + int64(e.cfg.UnreachableTimeout) + int64(time.Millisecond); d < next {
 		next = d
 	}
 	p.armTimer(next, now)

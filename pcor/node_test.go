@@ -1,0 +1,184 @@
+package pcor_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/pcor"
+)
+
+func TestPollingMode(t *testing.T) {
+	a, c := udpPair(t, pcor.Polling)
+	ta, tc := a.NewThread(), c.NewThread()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, size := range []int{0, 1, 100000, 3 << 20} {
+		data := randomBytes(size, 11)
+		r := tc.Irecv(ta.Addr(), 2, nil)
+		if err := ta.Send(ctx, tc.Addr(), 2, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Wait(ctx); err != nil || !bytes.Equal(r.Message().Data, data) {
+			t.Fatalf("%d: %v", size, err)
+		}
+	}
+	if a.Stats()[0].Mode != pcor.Polling {
+		t.Fatal("port not in polling mode")
+	}
+}
+
+func TestTooLarge(t *testing.T) {
+	a, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, MaxMessage: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	th := a.NewThread()
+	err = th.Send(context.Background(), pcor.Addr{Proc: 0, Thread: 1}, 0, make([]byte, 1001))
+	if !errors.Is(err, pcor.ErrTooLarge) {
+		t.Fatalf("got %v", err)
+	}
+	if err := th.Send(context.Background(), pcor.Addr{Proc: 0, Thread: 1}, 0, make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCancelledRecvAndClose(t *testing.T) {
+	a, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := a.NewThread()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := th.Recv(ctx, pcor.Any, 1); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v", err)
+	}
+	// The withdrawn receive must not swallow the next message.
+	if err := th.Send(context.Background(), th.Addr(), 1, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := th.Recv(context.Background(), pcor.Any, 1); err != nil || string(m.Data) != "x" {
+		t.Fatalf("got %q %v", m.Data, err)
+	}
+	r := th.Irecv(pcor.Any, 5, nil)
+	a.Close()
+	a.Close()
+	if err := r.Wait(context.Background()); !errors.Is(err, pcor.ErrClosed) {
+		t.Fatalf("pending receive after close: %v", err)
+	}
+	if err := th.Send(context.Background(), th.Addr(), 1, nil); !errors.Is(err, pcor.ErrClosed) {
+		t.Fatalf("send after close: %v", err)
+	}
+}
+
+// A receiver that does not receive while a sender streams 1 GiB: it holds
+// no more than its budget, the sender is slowed by BUSY, and once it
+// receives everything arrives.
+func TestSlowReceiverStream(t *testing.T) {
+	if testing.Short() {
+		t.Skip("streams 1 GiB")
+	}
+	const budget = 16 << 20
+	const msgs, size = 1024, 1 << 20
+	a, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	c, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: jobKey, RecvBudget: budget,
+		Peers: []pcor.Peer{{Proc: 0, Addr: a.Endpoints()[0].Addr}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	a.AddPeer(pcor.Peer{Proc: 1, Addr: c.Endpoints()[0].Addr})
+	src, dst := a.NewThread(), c.NewThread()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	data := randomBytes(size, 99)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var sendErr error
+	go func() {
+		defer wg.Done()
+		for i := 0; i < msgs; i++ {
+			data[0] = byte(i)
+			if sendErr = src.Send(ctx, dst.Addr(), 1, data); sendErr != nil {
+				return
+			}
+		}
+	}()
+	var peak int64
+	for end := time.Now().Add(time.Second); time.Now().Before(end); time.Sleep(2 * time.Millisecond) {
+		if u := c.Engine().BudgetUsed(); u > peak {
+			peak = u
+		}
+	}
+	if peak > budget {
+		t.Fatalf("receiver held %d bytes, budget %d", peak, budget)
+	}
+	if a.Stats()[0].BusyRecv == 0 {
+		t.Fatal("sender was never told BUSY")
+	}
+	buf := c.Alloc(size)
+	for i := 0; i < msgs; i++ {
+		m, err := dst.RecvInto(ctx, src.Addr(), 1, buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Data[0] != byte(i) || !bytes.Equal(m.Data[1:], data[1:]) {
+			t.Fatalf("message %d differs", i)
+		}
+		if u := c.Engine().BudgetUsed(); u > peak {
+			peak = u
+		}
+	}
+	wg.Wait()
+	if sendErr != nil {
+		t.Fatal(sendErr)
+	}
+	if peak > budget {
+		t.Fatalf("receiver held %d bytes, budget %d", peak, budget)
+	}
+	t.Logf("peak held %d bytes of %d budget; sender saw %d BUSY", peak, budget, a.Stats()[0].BusyRecv)
+}
+
+// Sending to a process that died turns into ErrUnreachable within the
+// configured timeout.
+func TestDeadProcessUnreachable(t *testing.T) {
+	n, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, UnreachableTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	cmd, addr := startPeer(t, "echo", n)
+	n.AddPeer(pcor.Peer{Proc: 1, Addr: addr})
+	th := n.NewThread()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	peer := pcor.Addr{Proc: 1, Thread: 0}
+	if err := th.Send(ctx, peer, 1, []byte("alive?")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.Recv(ctx, peer, 1); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(os.Kill)
+	cmd.Wait()
+	start := time.Now()
+	err = th.Send(ctx, peer, 1, randomBytes(1<<20, 1))
+	var ue *pcor.UnreachableError
+	if !errors.Is(err, pcor.ErrUnreachable) || !errors.As(err, &ue) || ue.Proc != 1 {
+		t.Fatalf("got %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("took %v with a 1 s timeout", d)
+	}
+	t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))
+}
