@@ -75,6 +75,15 @@ type peerProc struct {
 }
 
 func startPeer(t *testing.T, role string, env ...string) *peerProc {
+	return startPeerTB(t, role, env...)
+}
+
+// startPeerB starts a peer for a benchmark and returns its endpoint.
+func startPeerB(b *testing.B, role string, env ...string) string {
+	return startPeerTB(b, role, env...).ep
+}
+
+func startPeerTB(t testing.TB, role string, env ...string) *peerProc {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(append(os.Environ(), "RDMA_TEST_PEER="+role), env...)
