@@ -25,6 +25,7 @@ type options struct {
 	heartbeat     time.Duration
 	grace         time.Duration
 	routes        bool
+	keepGoing     bool
 	verbose       bool
 	prog          []string
 }
@@ -42,6 +43,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&key, "jobkey", "", "job key in hex (default: random per run)")
 	fs.DurationVar(&o.heartbeat, "heartbeat-timeout", directory.DefaultHeartbeatTimeout, "silence after which a process counts as gone")
 	fs.DurationVar(&o.grace, "grace", 3*time.Second, "time between SIGTERM and SIGKILL when stopping processes")
+	fs.BoolVar(&o.keepGoing, "keep-going", false, "when a process fails, let the others run on (the exit status is still the first failure's)")
 	fs.BoolVar(&o.routes, "routes", false, "print the routing table (reserved; not available yet)")
 	fs.BoolVar(&o.verbose, "v", false, "print the directory address and membership changes")
 	fs.Usage = func() {

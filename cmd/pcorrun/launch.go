@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -34,14 +35,17 @@ type exit struct {
 
 // startDirectory listens on opts.listen and returns the server and the
 // address processes are told to reach it at.
-func startDirectory(opts *options, stderr *lockedWriter) (*directory.Server, string, error) {
+func startDirectory(opts *options, stderr *lockedWriter, lost *lossLog) (*directory.Server, string, error) {
 	ln, err := net.Listen("tcp", opts.listen)
 	if err != nil {
 		return nil, "", fmt.Errorf("directory: %w", err)
 	}
 	cfg := directory.ServerConfig{JobKey: opts.jobKey, Size: opts.n, HeartbeatTimeout: opts.heartbeat}
-	if opts.verbose {
-		cfg.OnEvent = func(ev directory.Event) {
+	cfg.OnEvent = func(ev directory.Event) {
+		if ev.Kind == directory.Left && ev.Reason != directory.ReasonLeft && lost != nil {
+			lost.record(int(ev.Member.Proc))
+		}
+		if opts.verbose {
 			what := "joined"
 			if ev.Kind == directory.Left {
 				what = "left (" + ev.Reason + ")"
@@ -98,7 +102,8 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 	if opts.routes {
 		logf("--routes: the routing table is not available yet")
 	}
-	srv, coord, err := startDirectory(opts, errw)
+	lost := &lossLog{at: make(map[int]time.Time)}
+	srv, coord, err := startDirectory(opts, errw, lost)
 	if err != nil {
 		logf("%v", err)
 		return 1
@@ -150,14 +155,43 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 			exits <- exit{rank, err}
 		}()
 	}
-	return supervise(opts, procs, exits, sigs, logf)
+	return supervise(opts, procs, exits, sigs, lost, logf)
+}
+
+// lossLog records when the directory lost each process other than by a
+// deliberate leave: a killed process's session closes at once, often
+// before its exit is reaped, so this orders failures by cause.
+type lossLog struct {
+	mu sync.Mutex
+	at map[int]time.Time
+}
+
+func (l *lossLog) record(rank int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.at[rank]; !ok {
+		l.at[rank] = time.Now()
+	}
+}
+
+// when is the earlier of t and the time rank was lost.
+func (l *lossLog) when(rank int, t time.Time) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if lt, ok := l.at[rank]; ok && lt.Before(t) {
+		return lt
+	}
+	return t
 }
 
 // supervise waits for every process. The first failure stops the others and
 // decides the exit status.
-func supervise(opts *options, procs []*proc, exits chan exit, sigs chan os.Signal, logf func(string, ...any)) int {
-	status := 0
+func supervise(opts *options, procs []*proc, exits chan exit, sigs chan os.Signal, lost *lossLog, logf func(string, ...any)) int {
 	live := len(procs)
+	// The first failure is the failed process the directory lost first,
+	// or, for processes it never lost, the first whose exit was seen.
+	var first *exit
+	var firstAt time.Time
 	stopping := false
 	var kill <-chan time.Time
 	stop := func() {
@@ -172,11 +206,20 @@ func supervise(opts *options, procs []*proc, exits chan exit, sigs chan os.Signa
 		case e := <-exits:
 			live--
 			procs[e.rank].cmd = nil
-			if e.err == nil || status != 0 {
+			if e.err == nil {
 				continue
 			}
-			status = exitStatus(e.err)
-			logf("rank %d%s %s; stopping the others", e.rank, onHost(procs[e.rank].host), describe(e.err))
+			at := lost.when(e.rank, time.Now())
+			if first == nil || at.Before(firstAt) {
+				first, firstAt = &e, at
+			}
+			if opts.keepGoing {
+				logf("rank %d%s %s", e.rank, onHost(procs[e.rank].host), describe(e.err))
+				continue
+			}
+			if !stopping {
+				logf("rank %d%s %s; stopping the others", e.rank, onHost(procs[e.rank].host), describe(e.err))
+			}
 			stop()
 		case s := <-sigs:
 			if stopping {
@@ -191,7 +234,11 @@ func supervise(opts *options, procs []*proc, exits chan exit, sigs chan os.Signa
 			kill = nil
 		}
 	}
-	return status
+	if first == nil {
+		return 0
+	}
+	logf("rank %d%s %s (first failure)", first.rank, onHost(procs[first.rank].host), describe(first.err))
+	return exitStatus(first.err)
 }
 
 func onHost(h string) string {
@@ -253,7 +300,7 @@ func describe(err error) string {
 // serveDirectory runs only the directory until SIGINT or SIGTERM.
 func serveDirectory(opts *options, stdout, stderr io.Writer) int {
 	errw := &lockedWriter{w: stderr}
-	srv, coord, err := startDirectory(opts, errw)
+	srv, coord, err := startDirectory(opts, errw, nil)
 	if err != nil {
 		fmt.Fprintf(stderr, "pcorrun: %v\n", err)
 		return 1
