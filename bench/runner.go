@@ -28,7 +28,7 @@ func handlers(shared *pcor.Node) peer.Handlers {
 // (placement procs), the job key and the progress line.
 type runner struct {
 	o      options
-	proc   *peer.Process
+	proc   *peer.Process // far side of pcor (placement procs)
 	jobKey uint64
 	prog   *progress.Line
 	stderr io.Writer
@@ -53,18 +53,20 @@ func newRunner(o options, stderr io.Writer) (*runner, error) {
 
 func (r *runner) close() error {
 	r.prog.Stop()
-	if r.proc != nil {
-		return r.proc.Close()
+	if r.proc == nil {
+		return nil
 	}
-	return nil
+	return r.proc.Close()
 }
 
-// baselineHost runs the far side of the raw baselines.
-func (r *runner) baselineHost() peer.Host {
+// baselineHost starts a host for the far side of one baseline: a peer
+// process of its own (placement procs) or this process. Each baseline has
+// its own, so all far sides are up at once and samples can alternate.
+func (r *runner) baselineHost() (peer.Host, error) {
 	if r.proc != nil {
-		return r.proc
+		return peer.Spawn()
 	}
-	return peer.NewLocal(handlers(nil))
+	return peer.NewLocal(handlers(nil)), nil
 }
 
 // pcorSide is the near side of pcor measurements in one dispatcher mode
