@@ -22,6 +22,7 @@ type conn struct {
 
 	outstanding int // posted sends not yet completed (Port.sendMu)
 	rung        bool
+	recvPosted  int // posted receives not yet completed (Port.mu)
 
 	failOnce sync.Once
 	err      error
@@ -61,6 +62,7 @@ func (p *Port) newConnLocked() (*conn, error) {
 			p.recvOwner[idx] = nil
 			break
 		}
+		c.recvPosted++
 	}
 	p.byQPN[qp.QPN] = c
 	p.all = append(p.all, c)
@@ -106,6 +108,7 @@ func (c *conn) fail(err error) {
 		if !p.closed.Load() {
 			p.stats.peerFailures.Add(1)
 		}
+		p.deadConns.Add(1)
 		p.mu.Lock()
 		if p.conns[c.ep] == c {
 			delete(p.conns, c.ep)
@@ -119,3 +122,37 @@ func (c *conn) fail(err error) {
 		}
 	})
 }
+
+// retireDead destroys the QPs of failed conns whose work has all
+// completed (sends reaped, posted receives flushed), so that peers that
+// come and go do not pile up queue pairs. It runs under sendMu, which
+// keeps Send from posting to a QP being destroyed.
+func (p *Port) retireDead() {
+	if p.deadConns.Load() == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed.Load() {
+		return
+	}
+	kept := p.all[:0]
+	for _, c := range p.all {
+		if c.dead.Load() && c.outstanding == 0 && c.recvPosted == 0 && c.tcpClosed() {
+			if p.byQPN[c.qp.QPN] == c {
+				delete(p.byQPN, c.qp.QPN)
+			}
+			c.qp.Close()
+			p.deadConns.Add(-1)
+			p.stats.retired.Add(1)
+			continue
+		}
+		kept = append(kept, c)
+	}
+	clear(p.all[len(kept):])
+	p.all = kept
+}
+
+// tcpClosed reports that the conn's handshake connection is no longer
+// in use (failed conns close it in fail).
+func (c *conn) tcpClosed() bool { return c.err != nil || c.tcp == nil }

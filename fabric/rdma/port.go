@@ -30,12 +30,13 @@ type Stats struct {
 	Dropped          uint64 // datagrams dropped: no connection, dead peer, failed completion
 	ZeroCopy         uint64 // datagrams sent with the body read in place
 	Connects         uint64 // queue pairs brought to RTS (both directions)
-	PeerFailures     uint64 // queue pairs retired
+	PeerFailures     uint64 // peers lost (queue pairs failed)
+	Retired          uint64 // failed queue pairs destroyed
 	HandshakeFailure uint64
 }
 
 type stats struct {
-	sent, received, dropped, zeroCopy, connects, peerFailures, handshakeFailures atomic.Uint64
+	sent, received, dropped, zeroCopy, connects, peerFailures, retired, handshakeFailures atomic.Uint64
 }
 
 // Port is a fabric.Port over RC queue pairs, one per peer.
@@ -72,6 +73,7 @@ type Port struct {
 	allocMu sync.RWMutex
 	allocs  []*MR
 
+	deadConns atomic.Int64 // failed conns not yet retired
 	closed    atomic.Bool
 	closeOnce sync.Once
 	wg        sync.WaitGroup
@@ -176,7 +178,7 @@ func (p *Port) advertised() Endpoint {
 func (p *Port) Stats() Stats {
 	s := &p.stats
 	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(),
-		ZeroCopy: s.zeroCopy.Load(), Connects: s.connects.Load(), PeerFailures: s.peerFailures.Load(),
+		ZeroCopy: s.zeroCopy.Load(), Connects: s.connects.Load(), PeerFailures: s.peerFailures.Load(), Retired: s.retired.Load(),
 		HandshakeFailure: s.handshakeFailures.Load()}
 }
 

@@ -214,6 +214,11 @@ func TestPortPeerKilled(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The next Send destroys the failed QP, now that its work is done.
+	send(10000)
+	if st := p.Stats(); st.Retired < 1 {
+		t.Fatalf("failed QP not retired: %+v", st)
+	}
 	// A Receive blocked on a port with a dead peer ends with Close.
 	p.Close()
 	select {

@@ -63,6 +63,7 @@ func (p *Port) repost() {
 	for _, idx := range p.lent {
 		c := p.recvOwner[idx]
 		if c != nil && !c.dead.Load() && c.qp.PostRecv(uint64(idx), p.recv.sge(idx, BufSize)) == nil {
+			c.recvPosted++
 			continue
 		}
 		p.recvOwner[idx] = nil
@@ -81,6 +82,13 @@ func (p *Port) reapRecv(msgs [][]byte) int {
 		if n == 0 {
 			break
 		}
+		p.mu.Lock()
+		for _, wc := range p.recvWC[:n] {
+			if idx := int(wc.WrID); idx >= 0 && idx < len(p.recvOwner) && p.recvOwner[idx] != nil {
+				p.recvOwner[idx].recvPosted--
+			}
+		}
+		p.mu.Unlock()
 		for _, wc := range p.recvWC[:n] {
 			idx := int(wc.WrID)
 			if idx < 0 || idx >= len(p.recvOwner) {

@@ -44,6 +44,8 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 
 	p.sendMu.Lock()
 	defer p.sendMu.Unlock()
+	p.reapSend()
+	p.retireDead()
 	var rung []*conn
 	var zc []int // send buffers of zero-copy sends
 	for i := range dgs {
