@@ -208,7 +208,8 @@ func (c *Client) Err() error {
 	}
 }
 
-// Wait blocks until at least n members are present.
+// Wait blocks until at least n members are present (and OnEvent, if set,
+// has returned for each change that made them so).
 func (c *Client) Wait(ctx context.Context, n int) error {
 	for {
 		c.mu.Lock()
@@ -311,8 +312,6 @@ func (c *Client) apply(ev Event) {
 	case Left:
 		delete(c.members, ev.Member.Proc)
 	}
-	close(c.changed)
-	c.changed = make(chan struct{})
 	if c.onEvent == nil {
 		c.pending = append(c.pending, ev)
 	}
@@ -320,6 +319,12 @@ func (c *Client) apply(ev Event) {
 	if c.onEvent != nil {
 		c.onEvent(ev)
 	}
+	// Wake Wait only now, so that a Wait that returns has seen OnEvent
+	// handle every change it counted.
+	c.mu.Lock()
+	close(c.changed)
+	c.changed = make(chan struct{})
+	c.mu.Unlock()
 	c.signalEvents()
 }
 

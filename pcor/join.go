@@ -36,21 +36,71 @@ type JoinConfig struct {
 	// address that routes to Coord.
 	Listen []Listen
 	// OnEvent, if set, is called with every membership change after the
-	// node's peers were updated, in order, from one goroutine.
+	// node's peers were updated, in order, from the directory session's
+	// reader goroutine: it must not block for long.
 	OnEvent func(directory.Event)
 	// Node holds the remaining node settings; its Proc, JobKey, Listen and
 	// Peers are set by Join.
 	Node Config
 }
 
-// membership links a joined node to its directory session.
+// membership links a joined node to its directory session. Membership
+// changes arrive on the client's reader goroutine, possibly before the node
+// exists; until then they are held.
 type membership struct {
+	client *directory.Client
+	server *directory.Server
+	user   func(directory.Event)
+	once   sync.Once
+
+	mu      sync.Mutex
 	node    *Node
-	started bool // the event loop runs
-	client  *directory.Client
-	server  *directory.Server
-	once    sync.Once
-	done    chan struct{} // closed when the event loop has ended
+	pending []directory.Event
+}
+
+func (m *membership) onEvent(ev directory.Event) {
+	m.mu.Lock()
+	if m.node == nil {
+		m.pending = append(m.pending, ev)
+		m.mu.Unlock()
+		return
+	}
+	apply(m.node, ev)
+	m.mu.Unlock()
+	if m.user != nil {
+		m.user(ev)
+	}
+}
+
+// attach hands the node its membership: the cached members, then the
+// changes held meanwhile (the cache already reflects them; replaying them
+// leaves the same peers).
+func (m *membership) attach(n *Node) {
+	m.mu.Lock()
+	m.node = n
+	for _, mb := range m.client.Members() {
+		addMember(n, mb)
+	}
+	held := m.pending
+	m.pending = nil
+	for _, ev := range held {
+		apply(n, ev)
+	}
+	m.mu.Unlock()
+	if m.user != nil {
+		for _, ev := range held {
+			m.user(ev)
+		}
+	}
+}
+
+func apply(n *Node, ev directory.Event) {
+	switch ev.Kind {
+	case directory.Joined:
+		addMember(n, ev.Member)
+	case directory.Left:
+		n.RemovePeer(ProcID(ev.Member.Proc), nil) // nil: ErrPeerDown naming the process
+	}
 }
 
 var joined sync.Map // *Node -> *membership
@@ -73,7 +123,7 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 		}
 		ls = []Listen{{Fabric: "udp", Addr: net.JoinHostPort(ip, "0")}}
 	}
-	m := &membership{done: make(chan struct{})}
+	m := &membership{user: cfg.OnEvent}
 	var ports []directory.PortInfo
 	opened := make([]Listen, 0, len(ls))
 	closeAll := func() {
@@ -100,7 +150,7 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 		dir = directory.ServeAuto
 	}
 	env := directory.Env{Coord: cfg.Coord, Rank: cfg.Rank, Size: cfg.Size, JobKey: cfg.JobKey, HasJobKey: true, Directory: dir}
-	client, server, err := directory.Bootstrap(ctx, env, directory.JoinRequest{Ports: ports},
+	client, server, err := directory.Bootstrap(ctx, env, directory.JoinRequest{Ports: ports, OnEvent: m.onEvent},
 		directory.ServerConfig{HeartbeatTimeout: cfg.HeartbeatTimeout})
 	if err != nil {
 		closeAll()
@@ -118,26 +168,8 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 		closeAll()
 		return nil, err
 	}
-	m.node = n
 	joined.Store(n, m)
-	m.started = true
-	for _, mb := range client.Members() {
-		addMember(n, mb)
-	}
-	go func() {
-		defer close(m.done)
-		for ev := range client.Events() {
-			switch ev.Kind {
-			case directory.Joined:
-				addMember(n, ev.Member)
-			case directory.Left:
-				n.RemovePeer(ProcID(ev.Member.Proc), nil) // nil: ErrPeerDown naming the process
-			}
-			if cfg.OnEvent != nil {
-				cfg.OnEvent(ev)
-			}
-		}
-	}()
+	m.attach(n)
 	return n, nil
 }
 
@@ -246,11 +278,11 @@ func (m *membership) shutdown() {
 		if m.server != nil {
 			m.server.Close()
 		}
-		if m.started {
-			<-m.done
-		}
-		if m.node != nil {
-			joined.Delete(m.node)
+		m.mu.Lock()
+		n := m.node
+		m.mu.Unlock()
+		if n != nil {
+			joined.Delete(n)
 		}
 	})
 }

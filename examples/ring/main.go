@@ -28,6 +28,7 @@ const (
 	tagVisit pcor.Tag = 2
 	tagReply pcor.Tag = 3
 	tagDone  pcor.Tag = 4
+	tagBye   pcor.Tag = 5
 
 	tokenThread   pcor.ThreadID = 0
 	serviceThread pcor.ThreadID = 1
@@ -169,16 +170,22 @@ func passToken(ctx context.Context, t *pcor.Thread, me, size, rounds int, delay 
 	return nil
 }
 
-// serve answers n visitors.
+// serve answers n visitors. A visitor says bye after reading the answer;
+// only the bye proves the answer arrived, since the visitor may exit before
+// acknowledging it.
 func serve(ctx context.Context, t *pcor.Thread, n int) error {
 	for i := 0; i < n; i++ {
 		m, err := t.Recv(ctx, pcor.Any, tagVisit)
 		if err != nil {
 			return fmt.Errorf("waiting for visitor %d of %d: %w", i+1, n, err)
 		}
-		reply := fmt.Appendf(nil, "%s, from %d", m.Data, t.Addr().Proc)
-		if err := t.Send(ctx, m.Src, tagReply, reply); err != nil {
+		reply := t.Isend(m.Src, tagReply, fmt.Appendf(nil, "%s, from %d", m.Data, t.Addr().Proc))
+		if _, err := t.Recv(ctx, m.Src, tagBye); err != nil {
+			reply.Cancel()
 			return fmt.Errorf("answering %v: %w", m.Src, err)
+		}
+		if done, _ := reply.Test(); !done {
+			reply.Cancel()
 		}
 	}
 	return nil
@@ -199,6 +206,9 @@ func visit(ctx context.Context, node *pcor.Node, size int) error {
 		}
 		if want := fmt.Sprintf("%s, from %d", hello, r); string(m.Data) != want {
 			return fmt.Errorf("visitor: %d answered %q, want %q", r, m.Data, want)
+		}
+		if err := t.Send(ctx, to, tagBye, nil); err != nil {
+			return fmt.Errorf("visitor: bye to %d: %w", r, err)
 		}
 		fmt.Printf("visitor %d exchanged with %d\n", node.Proc(), r)
 	}
