@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,7 @@ import (
 	"github.com/pcor-go/pcor/bench/internal/peer"
 	"github.com/pcor-go/pcor/bench/internal/report"
 	"github.com/pcor-go/pcor/bench/internal/sizes"
+	"github.com/pcor-go/pcor/fabric/rdma"
 )
 
 // TestMain lets the test binary serve as the peer process, as the
@@ -214,3 +216,20 @@ func TestReport(t *testing.T) {
 }
 
 func regexpMatch(re string, b []byte) bool { return regexp.MustCompile(re).Match(b) }
+
+func TestRDMAFabric(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	args := append([]string{"roundtrip", "--fabric", "rdma", "--placement", "same", "--sizes", "1", "--baselines=false"}, tiny...)
+	err := run(ctx, args, &out, &errb)
+	if errors.Is(err, rdma.ErrNoDevice) {
+		t.Skipf("no RDMA device here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "fabric=rdma") {
+		t.Errorf("table:\n%s", out.String())
+	}
+}
