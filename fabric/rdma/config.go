@@ -22,10 +22,14 @@ type Config struct {
 	SendDepth   int // outstanding sends per QP; default 64
 
 	HandshakeTimeout time.Duration // connecting to a peer; default 5s
-	SendTimeout      time.Duration // waiting for send credit before a peer is declared dead; default 5s
+	SendTimeout      time.Duration // waiting for send credit before a peer is declared dead; default 10s
 	RetryBackoff     time.Duration // after a failed connect, drop to that peer for this long; default 1s
 
-	AckTimeout uint8 // QP ACK timeout exponent, 4.096µs·2^n; default 14 (67 ms)
+	// AckTimeout is the QP ACK timeout exponent, 4.096µs·2^n; default 16
+	// (268 ms). A dead peer is noticed at once through its handshake
+	// connection, so the transport timeout only has to be long enough not
+	// to fire spuriously on a busy (or emulated) host.
+	AckTimeout uint8
 	RetryCount uint8 // transport retries; default 7
 	RNRRetry   uint8 // receiver-not-ready retries, 7 = forever; default 7
 }
@@ -65,13 +69,13 @@ func (c Config) withDefaults() Config {
 		c.HandshakeTimeout = 5 * time.Second
 	}
 	if c.SendTimeout <= 0 {
-		c.SendTimeout = 5 * time.Second
+		c.SendTimeout = 10 * time.Second
 	}
 	if c.RetryBackoff <= 0 {
 		c.RetryBackoff = time.Second
 	}
 	if c.AckTimeout == 0 {
-		c.AckTimeout = 14
+		c.AckTimeout = 16
 	}
 	if c.RetryCount == 0 {
 		c.RetryCount = 7

@@ -105,6 +105,7 @@ func (c *conn) fail(err error) {
 		c.err = err
 		c.dead.Store(true)
 		p := c.p
+		p.lastFailure.Store(&err)
 		if !p.closed.Load() {
 			p.stats.peerFailures.Add(1)
 		}

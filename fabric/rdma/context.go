@@ -6,6 +6,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"github.com/pcor-go/pcor/fabric"
 	"golang.org/x/sys/unix"
 )
 
@@ -18,8 +19,39 @@ type Context struct {
 	asyncFD  int
 	driverID uint32
 
-	mu     sync.Mutex
+	mu     sync.RWMutex // held for reading by every command, for writing by Close
 	closed bool
+}
+
+// write issues a write command on the context; after Close it returns
+// fabric.ErrClosed instead of touching a file descriptor number that may
+// have been reused.
+func (c *Context) write(op string, cmd uint32, req, resp []byte) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return &CmdError{Op: op, Err: fabric.ErrClosed}
+	}
+	return writeCmd(c.fd, op, cmd, req, resp)
+}
+
+func (c *Context) ioctl(call *ioctlCall, op string) error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		call.pin.Unpin()
+		return &CmdError{Op: op, Err: fabric.ErrClosed}
+	}
+	return call.do(c.fd, op)
+}
+
+func (c *Context) mapRing(mi mmInfo) (*ring, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.closed {
+		return nil, fabric.ErrClosed
+	}
+	return mapRing(c.fd, mi)
 }
 
 // Open opens the device's uverbs character device and creates a user
@@ -71,7 +103,7 @@ type DeviceAttr struct {
 func (c *Context) QueryDevice() (DeviceAttr, error) {
 	var req respOnly
 	resp := make([]byte, unsafe.Sizeof(queryDeviceResp{}))
-	if err := writeCmd(c.fd, "QUERY_DEVICE", cmdQueryDevice, bytesOf(&req), resp); err != nil {
+	if err := c.write("QUERY_DEVICE", cmdQueryDevice, bytesOf(&req), resp); err != nil {
 		return DeviceAttr{}, err
 	}
 	r := (*queryDeviceResp)(unsafe.Pointer(&resp[0]))
@@ -96,7 +128,7 @@ func (c *Context) QueryPort(port uint8) (PortAttr, error) {
 	call := newIoctl(objectDevice, methodQueryPort, c.driverID)
 	call.constIn(attrQueryPortPortNum, uint64(port))
 	call.ptrOut(attrQueryPortResp, resp)
-	if err := call.do(c.fd, "QUERY_PORT"); err != nil {
+	if err := c.ioctl(call, "QUERY_PORT"); err != nil {
 		return PortAttr{}, err
 	}
 	r := (*queryPortResp)(unsafe.Pointer(&resp[0]))
@@ -140,7 +172,7 @@ func (c *Context) QueryGIDTable(max int) ([]GIDEntry, error) {
 	call.constIn(attrGIDTableEntrySize, uint64(esz))
 	call.ptrOut(attrGIDTableRespEntries, buf)
 	call.ptrOut(attrGIDTableRespNumEntries, num)
-	if err := call.do(c.fd, "QUERY_GID_TABLE"); err != nil {
+	if err := c.ioctl(call, "QUERY_GID_TABLE"); err != nil {
 		return nil, err
 	}
 	n := int(*(*uint64)(unsafe.Pointer(&num[0])))

@@ -69,7 +69,7 @@ func (c *Context) CreateCQ(cqe int, channel bool) (*CQ, error) {
 	if channel {
 		var req respOnly
 		resp := make([]byte, 8)
-		if err := writeCmd(c.fd, "CREATE_COMP_CHANNEL", cmdCreateCompChannel, bytesOf(&req), resp[:4]); err != nil {
+		if err := c.write("CREATE_COMP_CHANNEL", cmdCreateCompChannel, bytesOf(&req), resp[:4]); err != nil {
 			return nil, err
 		}
 		fd := int((*compChannelResp)(unsafe.Pointer(&resp[0])).FD)
@@ -83,7 +83,7 @@ func (c *Context) CreateCQ(cqe int, channel bool) (*CQ, error) {
 	}
 	req := createCQ{CQE: uint32(cqe), CompChannel: chFD}
 	resp := make([]byte, unsafe.Sizeof(createCQRespRXE{}))
-	if err := writeCmd(c.fd, "CREATE_CQ", cmdCreateCQ, bytesOf(&req), resp); err != nil {
+	if err := c.write("CREATE_CQ", cmdCreateCQ, bytesOf(&req), resp); err != nil {
 		if cq.ch != nil {
 			cq.ch.Close()
 		}
@@ -91,7 +91,7 @@ func (c *Context) CreateCQ(cqe int, channel bool) (*CQ, error) {
 	}
 	r := (*createCQRespRXE)(unsafe.Pointer(&resp[0]))
 	cq.handle = r.CQHandle
-	rg, err := mapRing(c.fd, r.MI)
+	rg, err := c.mapRing(r.MI)
 	if err != nil {
 		cq.destroy()
 		return nil, err
@@ -127,7 +127,7 @@ func (cq *CQ) Poll(wcs []WC) int {
 // before the arm raise no event.
 func (cq *CQ) Arm() error {
 	req := reqNotifyCQ{CQHandle: cq.handle}
-	return writeCmd(cq.ctx.fd, "REQ_NOTIFY_CQ", cmdReqNotifyCQ, bytesOf(&req), nil)
+	return cq.ctx.write("REQ_NOTIFY_CQ", cmdReqNotifyCQ, bytesOf(&req), nil)
 }
 
 // ErrTimeout is returned by Wait when the deadline passes.
@@ -163,7 +163,7 @@ func (cq *CQ) Interrupt() {
 func (cq *CQ) destroy() error {
 	req := destroyCmd{Handle: cq.handle}
 	resp := make([]byte, 8)
-	err := writeCmd(cq.ctx.fd, "DESTROY_CQ", cmdDestroyCQ, bytesOf(&req), resp)
+	err := cq.ctx.write("DESTROY_CQ", cmdDestroyCQ, bytesOf(&req), resp)
 	if cq.ch != nil {
 		cq.ch.Close()
 	}

@@ -37,7 +37,7 @@ func (pd *PD) RegMR(buf []byte, access uint32) (*MR, error) {
 	addr := uint64(uintptr(unsafe.Pointer(&buf[0])))
 	req := regMR{Start: addr, Length: uint64(len(buf)), HCAVA: addr, PDHandle: pd.handle, AccessFlags: access}
 	resp := make([]byte, 16)
-	if err := writeCmd(pd.ctx.fd, "REG_MR", cmdRegMR, bytesOf(&req), resp[:12]); err != nil {
+	if err := pd.ctx.write("REG_MR", cmdRegMR, bytesOf(&req), resp[:12]); err != nil {
 		return nil, err
 	}
 	r := (*regMRResp)(unsafe.Pointer(&resp[0]))
@@ -84,7 +84,7 @@ func (mr *MR) Contains(b []byte) bool {
 func (mr *MR) Close() error {
 	mr.once.Do(func() {
 		req := handleCmd{Handle: mr.handle}
-		mr.err = writeCmd(mr.pd.ctx.fd, "DEREG_MR", cmdDeregMR, bytesOf(&req), nil)
+		mr.err = mr.pd.ctx.write("DEREG_MR", cmdDeregMR, bytesOf(&req), nil)
 		if mr.owned {
 			full := unsafe.Slice(&mr.Buf[0], cap(mr.Buf))
 			if err := unix.Munmap(full); err != nil && mr.err == nil {

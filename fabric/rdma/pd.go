@@ -17,7 +17,7 @@ type PD struct {
 func (c *Context) AllocPD() (*PD, error) {
 	var req respOnly
 	resp := make([]byte, 8)
-	if err := writeCmd(c.fd, "ALLOC_PD", cmdAllocPD, bytesOf(&req), resp); err != nil {
+	if err := c.write("ALLOC_PD", cmdAllocPD, bytesOf(&req), resp); err != nil {
 		return nil, err
 	}
 	return &PD{ctx: c, handle: (*allocPDResp)(unsafe.Pointer(&resp[0])).PDHandle}, nil
@@ -27,7 +27,7 @@ func (c *Context) AllocPD() (*PD, error) {
 func (pd *PD) Close() error {
 	pd.once.Do(func() {
 		req := handleCmd{Handle: pd.handle}
-		pd.err = writeCmd(pd.ctx.fd, "DEALLOC_PD", cmdDeallocPD, bytesOf(&req), nil)
+		pd.err = pd.ctx.write("DEALLOC_PD", cmdDeallocPD, bytesOf(&req), nil)
 	})
 	return pd.err
 }

@@ -73,11 +73,12 @@ type Port struct {
 	allocMu sync.RWMutex
 	allocs  []*MR
 
-	deadConns atomic.Int64 // failed conns not yet retired
-	closed    atomic.Bool
-	closeOnce sync.Once
-	wg        sync.WaitGroup
-	stats     stats
+	deadConns   atomic.Int64 // failed conns not yet retired
+	lastFailure atomic.Pointer[error]
+	closed      atomic.Bool
+	closeOnce   sync.Once
+	wg          sync.WaitGroup
+	stats       stats
 }
 
 var _ fabric.Port = (*Port)(nil)
@@ -180,6 +181,15 @@ func (p *Port) Stats() Stats {
 	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(),
 		ZeroCopy: s.zeroCopy.Load(), Connects: s.connects.Load(), PeerFailures: s.peerFailures.Load(), Retired: s.retired.Load(),
 		HandshakeFailure: s.handshakeFailures.Load()}
+}
+
+// LastFailure is why the most recently lost peer was retired (nil if
+// none was).
+func (p *Port) LastFailure() error {
+	if e := p.lastFailure.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // GID is the local GID the port sends from.

@@ -141,7 +141,7 @@ func TestPortEchoTwoProcesses(t *testing.T) {
 		t.Error(err)
 	}
 	if len(r.got) != total || r.zero != 1 {
-		t.Fatalf("echoed %d of %d datagrams, %d empty; stats %+v", len(r.got), total, r.zero, p.Stats())
+		t.Fatalf("echoed %d of %d datagrams, %d empty; stats %+v; last failure %v", len(r.got), total, r.zero, p.Stats(), p.LastFailure())
 	}
 	for seq, n := range want {
 		if r.got[seq] != n {
@@ -193,7 +193,10 @@ func TestPortPeerKilled(t *testing.T) {
 		}
 		st := p.Stats()
 		if st.PeerFailures >= 1 && st.Dropped >= 1 {
-			t.Logf("peer lost after %v: %+v", time.Since(killed), st)
+			t.Logf("peer lost after %v: %+v (%v)", time.Since(killed), st, p.LastFailure())
+			if !errors.Is(p.LastFailure(), ErrPeerLost) {
+				t.Fatalf("last failure %v does not match ErrPeerLost", p.LastFailure())
+			}
 			break
 		}
 		if time.Since(killed) > 20*time.Second {

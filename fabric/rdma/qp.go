@@ -54,15 +54,15 @@ func (pd *PD) CreateQP(sendCQ, recvCQ *CQ, caps QPCaps) (*QP, error) {
 		MaxSendWr: caps.MaxSendWR, MaxRecvWr: caps.MaxRecvWR, MaxSendSGE: caps.MaxSendSGE,
 		MaxRecvSGE: caps.MaxRecvSGE, QPType: qptRC}
 	resp := make([]byte, unsafe.Sizeof(createQPRespRXE{}))
-	if err := writeCmd(c.fd, "CREATE_QP", cmdCreateQP, bytesOf(&req), resp); err != nil {
+	if err := c.write("CREATE_QP", cmdCreateQP, bytesOf(&req), resp); err != nil {
 		return nil, err
 	}
 	r := (*createQPRespRXE)(unsafe.Pointer(&resp[0]))
 	qp := &QP{ctx: c, handle: r.QPHandle, QPN: r.QPN,
 		Caps: QPCaps{MaxSendWR: r.MaxSendWr, MaxRecvWR: r.MaxRecvWr, MaxSendSGE: r.MaxSendSGE, MaxRecvSGE: r.MaxRecvSGE}}
 	var err error
-	if qp.sq, err = mapRing(c.fd, r.SQMI); err == nil {
-		qp.rq, err = mapRing(c.fd, r.RQMI)
+	if qp.sq, err = c.mapRing(r.SQMI); err == nil {
+		qp.rq, err = c.mapRing(r.RQMI)
 	}
 	if err == nil && (qp.sq.elemSize < sizeofSendWQE+sizeofSGE || qp.rq.elemSize < sizeofRecvWQE+sizeofSGE) {
 		err = fmt.Errorf("rdma: QP ring elements of %d/%d bytes", qp.sq.elemSize, qp.rq.elemSize)
@@ -76,7 +76,7 @@ func (pd *PD) CreateQP(sendCQ, recvCQ *CQ, caps QPCaps) (*QP, error) {
 
 func (qp *QP) modify(m *modifyQP, op string) error {
 	m.QPHandle = qp.handle
-	return writeCmd(qp.ctx.fd, op, cmdModifyQP, bytesOf(m), nil)
+	return qp.ctx.write(op, cmdModifyQP, bytesOf(m), nil)
 }
 
 // ToInit moves the QP from RESET to INIT on port with the given remote
@@ -201,7 +201,7 @@ func (qp *QP) PostSend(wr *SendWR) error {
 func (qp *QP) Doorbell() error {
 	req := postSend{QPHandle: qp.handle, WQESize: 128}
 	resp := make([]byte, 8)
-	return writeCmd(qp.ctx.fd, "POST_SEND", cmdPostSend, bytesOf(&req), resp[:4+4])
+	return qp.ctx.write("POST_SEND", cmdPostSend, bytesOf(&req), resp[:4+4])
 }
 
 // PostRecv writes a receive work request into the receive ring; the
@@ -239,7 +239,7 @@ func (qp *QP) Close() error {
 	qp.once.Do(func() {
 		req := destroyCmd{Handle: qp.handle}
 		resp := make([]byte, 8)
-		qp.err = writeCmd(qp.ctx.fd, "DESTROY_QP", cmdDestroyQP, bytesOf(&req), resp)
+		qp.err = qp.ctx.write("DESTROY_QP", cmdDestroyQP, bytesOf(&req), resp)
 		qp.sq.unmap()
 		qp.rq.unmap()
 	})

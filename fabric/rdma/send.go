@@ -44,6 +44,9 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 
 	p.sendMu.Lock()
 	defer p.sendMu.Unlock()
+	if p.closed.Load() {
+		return 0, fabric.ErrClosed
+	}
 	p.reapSend()
 	p.retireDead()
 	var rung []*conn
