@@ -131,8 +131,13 @@ func machine() []string {
 	if unix.Uname(&u) == nil {
 		kernel = unix.ByteSliceToString(u.Sysname[:]) + " " + unix.ByteSliceToString(u.Release[:]) + " " + unix.ByteSliceToString(u.Machine[:])
 	}
+	load := "unknown"
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		load = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
 	return []string{
 		fmt.Sprintf("nproc: %d (GOMAXPROCS %d)", runtime.NumCPU(), runtime.GOMAXPROCS(0)),
+		"load average at the end of the run (1, 5, 15 min): " + load,
 		"CPU: " + cpu,
 		"kernel: " + kernel,
 		"Go: " + runtime.Version(),
