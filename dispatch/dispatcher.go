@@ -19,6 +19,8 @@ type port struct {
 
 	// Used only by the dispatcher goroutine.
 	touched   []*peer
+	fwd       []fabric.Datagram
+	fwdPorts  []*port
 	delivered []*mcb
 	busy      []busyReply
 	ackBody   wire.AckBody
@@ -100,11 +102,7 @@ func (pt *port) handle(pkt []byte, now int64) {
 		return
 	}
 	if ProcID(h.DstProc) != e.cfg.Proc {
-		if f := e.Forward; f != nil && f(&h, pkt) {
-			pt.c.forwarded.Add(1)
-			return
-		}
-		pt.c.drops[DropMisrouted].Add(1)
+		pt.forward(&h, pkt)
 		return
 	}
 	p := e.peer(ProcID(h.SrcProc))
@@ -275,11 +273,15 @@ func (pt *port) deliver(p *peer) {
 	}
 }
 
-// flush sends the acknowledgements and BUSY replies of a batch.
+// flush sends the forwarded datagrams, acknowledgements and BUSY replies
+// of a batch.
 func (pt *port) flush() {
 	e := pt.e
+	if len(pt.fwd) > 0 {
+		pt.flushForward()
+	}
 	for _, br := range pt.busy {
-		rt := br.p.route.Load()
+		rt := br.p.ctrl()
 		if rt == nil {
 			continue
 		}
@@ -301,7 +303,7 @@ func (pt *port) flush() {
 	b := e.getBatch()
 	var out *port
 	for _, p := range pt.touched {
-		rt := p.route.Load()
+		rt := p.ctrl()
 		if rt == nil {
 			continue
 		}
@@ -332,4 +334,54 @@ func (pt *port) flush() {
 	e.putBatch(b)
 	clear(pt.touched)
 	pt.touched = pt.touched[:0]
+}
+
+// forward passes on a datagram whose final destination is another
+// process, fragment by fragment, along this process's route to it. The
+// datagram leaves unchanged but for its hop count.
+func (pt *port) forward(h *wire.Header, pkt []byte) {
+	e := pt.e
+	if h.Hops == 0 {
+		pt.c.drops[DropMisrouted].Add(1)
+		return
+	}
+	q := e.peer(ProcID(h.DstProc))
+	if q == nil {
+		pt.c.drops[DropNoRoute].Add(1)
+		return
+	}
+	rs := q.routes.Load()
+	if rs == nil {
+		pt.c.drops[DropNoRoute].Add(1)
+		return
+	}
+	rt := rs.pick(int64(h.Total))
+	if h.Kind != wire.Data {
+		rt = (*rs)[0]
+	}
+	if len(pkt) > rt.maxDg {
+		pt.c.drops[DropTooBig].Add(1)
+		return
+	}
+	pkt[5] = h.Hops - 1
+	pt.fwd = append(pt.fwd, fabric.Datagram{Head: pkt, To: rt.ep})
+	pt.fwdPorts = append(pt.fwdPorts, rt.port)
+	pt.c.forwarded.Add(1)
+}
+
+// flushForward sends the datagrams forwarded during a batch.
+func (pt *port) flushForward() {
+	n := len(pt.fwd)
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && pt.fwdPorts[j] == pt.fwdPorts[i] {
+			j++
+		}
+		pt.e.transmit(pt.fwdPorts[i], pt.fwd[i:j])
+		i = j
+	}
+	clear(pt.fwd)
+	pt.fwd = pt.fwd[:0]
+	clear(pt.fwdPorts)
+	pt.fwdPorts = pt.fwdPorts[:0]
 }

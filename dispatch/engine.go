@@ -3,6 +3,7 @@ package dispatch
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"sync"
 	"sync/atomic"
 
@@ -35,10 +36,6 @@ type Engine struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	wg        sync.WaitGroup
-
-	// Forward, when set, is given datagrams whose final destination is
-	// another process; it reports whether it took them.
-	Forward func(h *wire.Header, pkt []byte) bool
 
 	down map[ProcID]error // processes removed, guarded by peersMu
 }
@@ -98,30 +95,62 @@ func (e *Engine) port(i int) *port {
 	return e.ports[i]
 }
 
+// RouteSpec describes one route to a process for SetRoutes.
+type RouteSpec struct {
+	// Port is the index of the local port.
+	Port int
+	// Endpoint is where datagrams go on that port: the process's own
+	// endpoint, or a gateway's that forwards them.
+	Endpoint string
+	// MinSize is the smallest message this route is used for.
+	MinSize int64
+	// MaxDatagram, if positive, caps the datagram size (for paths whose
+	// later hops carry smaller datagrams than the first).
+	MaxDatagram int
+}
+
 // SetPeer adds process proc, reached through port portIdx at endpoint ep,
 // or changes its route. A peer that had failed is reset.
 func (e *Engine) SetPeer(proc ProcID, portIdx int, ep string) error {
+	return e.SetRoutes(proc, []RouteSpec{{Port: portIdx, Endpoint: ep}})
+}
+
+// SetRoutes sets the routes to process proc, chosen by message size.
+// Messages already under way keep their route while it remains.
+func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 	if proc == e.cfg.Proc || proc == AnyProc {
 		return fmt.Errorf("dispatch: invalid peer id %d", proc)
 	}
-	pt := e.port(portIdx)
-	if pt == nil {
-		return fmt.Errorf("dispatch: no port %d", portIdx)
+	if len(specs) == 0 {
+		return fmt.Errorf("dispatch: no route to %d", proc)
 	}
-	fep, err := pt.fab.ParseEndpoint(ep)
-	if err != nil {
-		return err
+	rs := make(routeSet, 0, len(specs))
+	for _, sp := range specs {
+		pt := e.port(sp.Port)
+		if pt == nil {
+			return fmt.Errorf("dispatch: no port %d", sp.Port)
+		}
+		fep, err := pt.fab.ParseEndpoint(sp.Endpoint)
+		if err != nil {
+			return err
+		}
+		maxDg := pt.fab.MaxDatagram(fep)
+		if maxDg > wire.MaxFragment {
+			maxDg = wire.MaxFragment
+		}
+		if sp.MaxDatagram > 0 && sp.MaxDatagram < maxDg {
+			maxDg = sp.MaxDatagram
+		}
+		if maxDg < wire.HeaderSize+minFragSize {
+			return fmt.Errorf("dispatch: datagrams of %d bytes are too small", maxDg)
+		}
+		rs = append(rs, &route{port: pt, ep: fep, maxDg: maxDg, minSize: sp.MinSize})
 	}
-	maxDg := pt.fab.MaxDatagram(fep)
-	if maxDg > wire.MaxFragment {
-		maxDg = wire.MaxFragment
-	}
-	if maxDg < wire.HeaderSize+minFragSize {
-		return fmt.Errorf("dispatch: datagrams of %d bytes are too small", maxDg)
-	}
-	rt := &route{port: pt, ep: fep, maxDg: maxDg}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].minSize < rs[j].minSize })
+	rs[0].minSize = 0
 	e.peersMu.Lock()
 	defer e.peersMu.Unlock()
+	delete(e.down, proc)
 	old := *e.peers.Load()
 	p := old[proc]
 	if p != nil {
@@ -141,7 +170,7 @@ func (e *Engine) SetPeer(proc ProcID, portIdx int, ep string) error {
 		m[proc] = p
 		e.peers.Store(&m)
 	}
-	p.route.Store(rt)
+	p.routes.Store(&rs)
 	return nil
 }
 

@@ -48,6 +48,7 @@ type Request struct {
 
 	// Send progress, guarded by the peer's mutex.
 	peer     *peer
+	rt       *route
 	msgID    uint64
 	started  bool
 	canceled bool

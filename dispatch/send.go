@@ -64,18 +64,23 @@ func (e *Engine) isend(r *Request) {
 // pump transmits what the windows allow: due retransmissions first, then
 // new fragments cut from the head of the queue.
 func (p *peer) pump() {
-	rt := p.route.Load()
-	if rt == nil {
+	rs := p.routes.Load()
+	if rs == nil {
 		return
 	}
 	for {
 		b := p.e.getBatch()
 		p.mu.Lock()
-		p.fill(b, rt, nanotime())
+		p.fill(b, *rs, nanotime())
 		p.mu.Unlock()
 		n := len(b.dgs)
-		if n > 0 {
-			p.e.transmit(rt.port, b.dgs)
+		for i := 0; i < n; {
+			j := i + 1
+			for j < n && b.ports[j] == b.ports[i] {
+				j++
+			}
+			p.e.transmit(b.ports[i], b.dgs[i:j])
+			i = j
 		}
 		full := b.full()
 		p.e.putBatch(b)
@@ -99,7 +104,7 @@ func (e *Engine) transmit(pt *port, dgs []fabric.Datagram) {
 }
 
 // fill adds datagrams to b. p.mu is held.
-func (p *peer) fill(b *batch, rt *route, now int64) {
+func (p *peer) fill(b *batch, rs routeSet, now int64) {
 	t := &p.tx
 	if t.failed != nil {
 		return
@@ -117,6 +122,11 @@ func (p *peer) fill(b *batch, rt *route, now int64) {
 			}
 			en.need = false
 			t.nNeed--
+			rt := en.req.rt
+			if !rs.has(rt) {
+				rt = rs.pick(int64(len(en.req.data)))
+				en.req.rt = rt
+			}
 			if en.sentAt != 0 {
 				en.retrans = true
 				rt.port.c.retrans.Add(1)
@@ -131,7 +141,8 @@ func (p *peer) fill(b *batch, rt *route, now int64) {
 			r.started = true
 			r.msgID = t.nextMsgID
 			t.nextMsgID++
-			r.fragSize = uint32(rt.maxDg - wire.HeaderSize)
+			r.rt = rs.pick(int64(len(r.data)))
+			r.fragSize = uint32(r.rt.maxDg - wire.HeaderSize)
 			r.nfrag = uint32(wire.FragCount(uint64(len(r.data)), r.fragSize))
 		}
 		t.push(txEntry{seq: t.nextSeq, req: r, msgID: r.msgID, frag: r.nextFrag, kind: wire.Data, sentAt: now})
@@ -144,7 +155,7 @@ func (p *peer) fill(b *batch, rt *route, now int64) {
 			}
 			r.next = nil
 		}
-		p.build(b, rt, t.at(t.rlen-1))
+		p.build(b, r.rt, t.at(t.rlen-1))
 	}
 	if t.rlen > 0 {
 		p.armTimer(now+int64(t.rto), now)
@@ -182,6 +193,7 @@ func (p *peer) build(b *batch, rt *route, en *txEntry) {
 	head := b.heads[i][:]
 	h.Encode(head, body)
 	b.dgs = append(b.dgs, fabric.Datagram{Head: head, Body: body, To: rt.ep})
+	b.ports = append(b.ports, rt.port)
 }
 
 // armTimer makes sure the peer's timer fires no later than at. p.mu is held.
@@ -249,7 +261,7 @@ func (p *peer) onTimer() {
 		}
 	}
 	if expired {
-		if rt := p.route.Load(); rt != nil {
+		if rt := p.ctrl(); rt != nil {
 			rt.port.c.timeouts.Add(1)
 		}
 		t.onLoss(first, true)

@@ -185,13 +185,14 @@ func (t *txStream) onAcked(n int, maxCwnd float64) {
 // batch is a reusable set of outgoing datagrams with their headers.
 type batch struct {
 	dgs   []fabric.Datagram
+	ports []*port // the port each datagram leaves from
 	heads [][wire.HeaderSize]byte
 	acks  [][]byte
 	done  []*Request
 }
 
 func newBatch(n int) *batch {
-	return &batch{dgs: make([]fabric.Datagram, 0, n), heads: make([][wire.HeaderSize]byte, n)}
+	return &batch{dgs: make([]fabric.Datagram, 0, n), ports: make([]*port, 0, n), heads: make([][wire.HeaderSize]byte, n)}
 }
 
 func (b *batch) full() bool { return len(b.dgs) == cap(b.dgs) }
@@ -199,6 +200,8 @@ func (b *batch) full() bool { return len(b.dgs) == cap(b.dgs) }
 func (b *batch) reset() {
 	clear(b.dgs)
 	b.dgs = b.dgs[:0]
+	clear(b.ports)
+	b.ports = b.ports[:0]
 	clear(b.done)
 	b.done = b.done[:0]
 }

@@ -17,13 +17,14 @@ const (
 	DropInconsistent
 	DropMisrouted
 	DropNoRoute
+	DropTooBig
 	nDrops
 )
 
 // DropReasons names the drop counters, indexed by the Drop constants.
 var DropReasons = [nDrops]string{
 	"short", "magic", "version", "jobkey", "checksum", "length", "kind",
-	"unknown-peer", "window", "too-large", "inconsistent", "misrouted", "no-route",
+	"unknown-peer", "window", "too-large", "inconsistent", "misrouted", "no-route", "too-big",
 }
 
 // PortStats are the counters of one port.

@@ -21,7 +21,7 @@
 //	56 total     u64  message length in bytes
 //	64 frag idx  u32
 //	68 body len  u32  bytes after the header
-//	72 checksum  u64  xxhash64 of the header (this field zero) and body
+//	72 checksum  u64  xxhash64 of the header (hops and this field zero) and body
 //
 // Decode validates everything it can without state: magic, version, job
 // key, checksum, the body length against the datagram, and the message
@@ -183,13 +183,15 @@ func (h *Header) Encode(head, body []byte) {
 	Seal(head, body)
 }
 
-var zero8 [8]byte
-
+// checksum hashes the header with its hop count and checksum fields taken
+// as zero (a forwarding gateway changes the hop count only), then the body.
 func checksum(head, body []byte) uint64 {
-	d := xxhash.New()
-	d.Write(head[:72])
-	d.Write(zero8[:])
-	d.Write(head[80:HeaderSize])
+	var h [HeaderSize]byte
+	copy(h[:], head[:HeaderSize])
+	h[5] = 0
+	clear(h[72:80])
+	d := xxhash.NewWithSeed(0)
+	d.Write(h[:])
 	d.Write(body)
 	return d.Sum64()
 }
