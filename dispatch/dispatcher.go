@@ -19,6 +19,7 @@ type port struct {
 
 	// Used only by the dispatcher goroutine.
 	touched   []*peer
+	wake      []match // receives to complete once the batch is acknowledged
 	fwd       []fabric.Datagram
 	fwdPorts  []*port
 	delivered []*mcb
@@ -110,6 +111,19 @@ func (pt *port) handle(pkt []byte, now int64) {
 		pt.c.drops[DropUnknownPeer].Add(1)
 		return
 	}
+	if h.DstInc != 0 && h.DstInc != e.inc {
+		// Addressed to an earlier run of this process.
+		pt.c.drops[DropStale].Add(1)
+		p.rxmu.Lock()
+		p.rx.ackPending = true
+		p.rxmu.Unlock()
+		pt.touch(p)
+		return
+	}
+	if !p.checkInc(h.SrcInc) {
+		pt.c.drops[DropStale].Add(1)
+		return
+	}
 	p.lastHeard.Store(now)
 	switch h.Kind {
 	case wire.Data, wire.Abort:
@@ -156,6 +170,7 @@ func (pt *port) onData(p *peer, h *wire.Header, body []byte) {
 		return
 	}
 	if h.Seq >= rx.cum+rx.window() {
+		rx.ackPending = true
 		p.rxmu.Unlock()
 		pt.c.drops[DropWindow].Add(1)
 		return
@@ -241,17 +256,11 @@ func (pt *port) deliver(p *peer) {
 		p.rxmu.Unlock()
 		return
 	}
-	type match struct {
-		r *Request
-		m *mcb
-	}
-	var matchedBuf [8]match
-	matched := matchedBuf[:0]
 	for _, m := range pt.delivered {
 		pt.c.msgsRecv.Add(1)
 		if m.owner != nil {
 			m.owner.ownerPeer.Store(nil) // no longer cancellable
-			matched = append(matched, match{m.owner, m})
+			pt.wake = append(pt.wake, match{m.owner, m})
 			continue
 		}
 		h := hashKey(m.key)
@@ -259,7 +268,7 @@ func (pt *port) deliver(p *peer) {
 		s.mu.Lock()
 		if r := e.table.takePosted(s, m.key, h); r != nil {
 			s.mu.Unlock()
-			matched = append(matched, match{r, m})
+			pt.wake = append(pt.wake, match{r, m})
 		} else {
 			e.table.enqueue(s, m, h)
 			s.mu.Unlock()
@@ -268,9 +277,12 @@ func (pt *port) deliver(p *peer) {
 	clear(pt.delivered)
 	pt.delivered = pt.delivered[:0]
 	p.rxmu.Unlock()
-	for _, x := range matched {
-		e.fillFromMCB(x.r, x.m)
-	}
+}
+
+// match is a completed message and the receive it goes to.
+type match struct {
+	r *Request
+	m *mcb
 }
 
 // flush sends the forwarded datagrams, acknowledgements and BUSY replies
@@ -286,7 +298,8 @@ func (pt *port) flush() {
 			continue
 		}
 		h := wire.Header{Kind: wire.Busy, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(br.p.proc),
-			SrcThread: br.h.DstThread, DstThread: br.h.SrcThread, MsgID: br.h.MsgID, Seq: br.h.Seq, Hops: 8}
+			SrcThread: br.h.DstThread, DstThread: br.h.SrcThread, MsgID: br.h.MsgID, Seq: br.h.Seq, Hops: 8,
+			SrcInc: e.inc, DstInc: br.p.inc.Load()}
 		b := e.getBatch()
 		head := b.heads[0][:]
 		h.Encode(head, nil)
@@ -298,6 +311,7 @@ func (pt *port) flush() {
 	clear(pt.busy)
 	pt.busy = pt.busy[:0]
 	if len(pt.touched) == 0 {
+		pt.wakeAll()
 		return
 	}
 	b := e.getBatch()
@@ -323,7 +337,8 @@ func (pt *port) flush() {
 		i := len(b.dgs)
 		buf := b.heads[i][:]
 		body := pt.ackBody.Put(b.ackScratch(i))
-		h := wire.Header{Kind: wire.Ack, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(p.proc), Hops: 8}
+		h := wire.Header{Kind: wire.Ack, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(p.proc), Hops: 8,
+			SrcInc: e.inc, DstInc: p.inc.Load()}
 		h.Encode(buf, body)
 		b.dgs = append(b.dgs, fabric.Datagram{Head: buf, Body: body, To: rt.ep})
 		pt.c.acksSent.Add(1)
@@ -334,6 +349,18 @@ func (pt *port) flush() {
 	e.putBatch(b)
 	clear(pt.touched)
 	pt.touched = pt.touched[:0]
+	pt.wakeAll()
+}
+
+// wakeAll completes the receives matched during a batch. It runs after the
+// batch's acknowledgements left, so a receiver that exits as soon as it has
+// its message has already acknowledged it.
+func (pt *port) wakeAll() {
+	for i, x := range pt.wake {
+		pt.e.fillFromMCB(x.r, x.m)
+		pt.wake[i] = match{}
+	}
+	pt.wake = pt.wake[:0]
 }
 
 // forward passes on a datagram whose final destination is another

@@ -3,6 +3,7 @@ package dispatch
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -14,6 +15,7 @@ import (
 // Engine is the messaging engine of one process.
 type Engine struct {
 	cfg   Config
+	inc   uint32 // this engine's incarnation
 	pool  *mcbPool
 	table *recvTable
 	bufs  bufPool
@@ -47,6 +49,9 @@ func New(cfg Config) (*Engine, error) {
 		return nil, errors.New("dispatch: invalid process id")
 	}
 	e := &Engine{cfg: cfg, closing: make(chan struct{})}
+	for e.inc == 0 {
+		e.inc = rand.Uint32()
+	}
 	e.pool = newMCBPool(cfg.MCBs)
 	e.table = newRecvTable(e.pool, cfg.Buckets)
 	m := map[ProcID]*peer{}

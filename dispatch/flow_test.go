@@ -292,3 +292,46 @@ func TestOwnedReceiveCancel(t *testing.T) {
 		t.Fatalf("owned receive: %v", err)
 	}
 }
+
+// A process replaced by a new one with the same id (a restart) gets a
+// fresh stream in both directions: nothing of the old one is mistaken for
+// the new one's.
+func TestPeerRestart(t *testing.T) {
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	e0, e1 := pair(t, a, b, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	exchange := func(x, y *Engine, tag Tag) {
+		t.Helper()
+		for i := 0; i < 20; i++ {
+			data := pattern(1000*i, uint64(i))
+			s := x.NewSend(0, y.Proc(), 0, tag, data)
+			x.Start(s)
+			r := y.NewRecv(0, x.Proc(), 0, tag, nil)
+			y.Start(r)
+			if err := r.Wait(ctx); err != nil || !bytes.Equal(r.Data(), data) {
+				t.Fatalf("message %d: %v", i, err)
+			}
+			if err := s.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	exchange(e0, e1, 1)
+	exchange(e1, e0, 2)
+	e1.Close()
+	b2, _ := n.Listen("b2")
+	e1b, err := New(Config{Proc: 1, JobKey: 0xfeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e1b.Close()
+	e1b.AddPort(b2, Blocking)
+	e1b.SetPeer(0, 0, "a")
+	e0.SetPeer(1, 0, "b2")
+	exchange(e0, e1b, 3)
+	exchange(e1b, e0, 4)
+	exchange(e0, e1b, 5)
+}

@@ -51,6 +51,12 @@ type peer struct {
 
 	lastHeard atomic.Int64 // monotonic ns of the last valid datagram from it
 
+	// inc is the peer's incarnation (0: not heard from yet); retired are
+	// earlier ones, whose late datagrams are dropped. Guarded by incMu.
+	incMu   sync.Mutex
+	inc     atomic.Uint32
+	retired [4]uint32
+
 	mu sync.Mutex
 	tx txStream
 
@@ -67,6 +73,53 @@ func newPeer(e *Engine, proc ProcID) *peer {
 	p.rx.init(e.cfg.Window)
 	p.lastHeard.Store(nanotime())
 	return p
+}
+
+// checkInc compares a datagram's source incarnation with the peer's. A new
+// one means the process restarted: both streams start afresh, pending sends
+// go to the new process from their beginning, and messages arriving from
+// the old one are dropped (receives that owned them fail with
+// ErrPeerDown). It reports false for a datagram of a retired incarnation,
+// which must be dropped.
+func (p *peer) checkInc(inc uint32) bool {
+	if inc == p.inc.Load() {
+		return true
+	}
+	p.incMu.Lock()
+	defer p.incMu.Unlock()
+	cur := p.inc.Load()
+	if inc == cur {
+		return true
+	}
+	for _, r := range p.retired {
+		if r == inc {
+			return false
+		}
+	}
+	p.inc.Store(inc)
+	if cur == 0 {
+		return true
+	}
+	copy(p.retired[1:], p.retired[:])
+	p.retired[0] = cur
+	err := &PeerDownError{Proc: p.proc, Reason: "process restarted"}
+	p.restartTx()
+	p.rxmu.Lock()
+	p.e.dropOwned(p, err)
+	for id, m := range p.rx.inprog {
+		delete(p.rx.inprog, id)
+		p.e.freeMCB(m)
+	}
+	for id, m := range p.rx.held {
+		delete(p.rx.held, id)
+		if m != nil {
+			p.e.freeMCB(m)
+		}
+	}
+	p.rx.init(p.e.cfg.Window)
+	p.rx.cum, p.rx.maxSeen, p.rx.nextMsg = 0, 0, 0
+	p.rxmu.Unlock()
+	return true
 }
 
 // ctrl is the route for acknowledgements and other control datagrams: the

@@ -169,6 +169,8 @@ func (p *peer) build(b *batch, rt *route, en *txEntry) {
 		Kind:      en.kind,
 		JobKey:    p.e.cfg.JobKey,
 		Hops:      8,
+		SrcInc:    p.e.inc,
+		DstInc:    p.inc.Load(),
 		SrcProc:   uint32(p.e.cfg.Proc),
 		SrcThread: uint32(r.srcThread),
 		DstProc:   uint32(p.proc),
@@ -418,12 +420,47 @@ func (p *peer) onBusy(seq uint64) {
 // ones until the peer is set again.
 func (p *peer) fail(err error) {
 	p.mu.Lock()
-	t := &p.tx
-	if t.failed != nil {
+	if p.tx.failed != nil {
 		p.mu.Unlock()
 		return
 	}
-	t.failed = err
+	p.tx.failed = err
+	reqs := p.drainTx()
+	p.mu.Unlock()
+	for _, r := range reqs {
+		r.complete(err)
+	}
+}
+
+// restartTx starts the stream anew for a peer that restarted: the messages
+// still pending are sent again from their beginning, in their order, to
+// the new process.
+func (p *peer) restartTx() {
+	p.mu.Lock()
+	reqs := p.drainTx()
+	failed := p.tx.failed
+	p.tx = txStream{}
+	p.tx.init(p.e)
+	p.tx.failed = failed
+	seen := make(map[*Request]bool, len(reqs))
+	for _, r := range reqs {
+		if seen[r] || r.canceled || r.state.Load() != statePending {
+			continue
+		}
+		seen[r] = true
+		r.started, r.rt, r.msgID, r.nextFrag, r.acked = false, nil, 0, 0, 0
+		p.tx.enqueue(r)
+	}
+	if !p.tx.idle() {
+		p.tx.pendingSince = nanotime()
+	}
+	p.mu.Unlock()
+	p.pump()
+}
+
+// drainTx empties the send stream and returns its requests. p.mu is held.
+func (p *peer) drainTx() []*Request {
+	t := &p.tx
 	if t.timer != nil {
 		t.timer.Stop()
 		t.timerAt = 0
@@ -441,10 +478,7 @@ func (p *peer) fail(err error) {
 		t.pop()
 	}
 	t.qhead, t.qtail = nil, nil
-	p.mu.Unlock()
-	for _, r := range reqs {
-		r.complete(err)
-	}
+	return reqs
 }
 
 // cancelSend withdraws a send: unsent fragments are dropped, fragments in

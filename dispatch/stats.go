@@ -18,13 +18,14 @@ const (
 	DropMisrouted
 	DropNoRoute
 	DropTooBig
+	DropStale
 	nDrops
 )
 
 // DropReasons names the drop counters, indexed by the Drop constants.
 var DropReasons = [nDrops]string{
 	"short", "magic", "version", "jobkey", "checksum", "length", "kind",
-	"unknown-peer", "window", "too-large", "inconsistent", "misrouted", "no-route", "too-big",
+	"unknown-peer", "window", "too-large", "inconsistent", "misrouted", "no-route", "too-big", "stale",
 }
 
 // PortStats are the counters of one port.

@@ -22,6 +22,9 @@
 //	64 frag idx  u32
 //	68 body len  u32  bytes after the header
 //	72 checksum  u64  xxhash64 of the header (hops and this field zero) and body
+//	80 src inc   u32  incarnation of the sending engine (random per start)
+//	84 dst inc   u32  incarnation of the destination as the sender knows it
+//	                  (zero before it has heard from it)
 //
 // Decode validates everything it can without state: magic, version, job
 // key, checksum, the body length against the datagram, and the message
@@ -44,7 +47,7 @@ const Magic = 0x7043
 const Version = 1
 
 // HeaderSize is the encoded size of a Header.
-const HeaderSize = 80
+const HeaderSize = 88
 
 // MaxFragment is the largest datagram (header included) the dispatcher
 // ever sends: 64 KiB less the UDP/IPv4 overhead so that it fits one UDP
@@ -111,6 +114,8 @@ type Header struct {
 	Total     uint64
 	FragIndex uint32
 	BodyLen   uint32
+	SrcInc    uint32
+	DstInc    uint32
 }
 
 // Errors returned by Decode; each is one drop reason.
@@ -169,6 +174,8 @@ func (h *Header) Put(b []byte) {
 	le.PutUint32(b[64:], h.FragIndex)
 	le.PutUint32(b[68:], h.BodyLen)
 	le.PutUint64(b[72:], 0)
+	le.PutUint32(b[80:], h.SrcInc)
+	le.PutUint32(b[84:], h.DstInc)
 }
 
 // Seal writes the checksum of head (an encoded header) and body into head.
@@ -228,6 +235,8 @@ func Decode(pkt []byte, jobKey uint64) (Header, []byte, error) {
 	h.Total = le.Uint64(pkt[56:])
 	h.FragIndex = le.Uint32(pkt[64:])
 	h.BodyLen = le.Uint32(pkt[68:])
+	h.SrcInc = le.Uint32(pkt[80:])
+	h.DstInc = le.Uint32(pkt[84:])
 	if uint64(h.BodyLen) != uint64(len(pkt)-HeaderSize) {
 		return h, nil, ErrLength
 	}
