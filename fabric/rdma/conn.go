@@ -117,9 +117,10 @@ func (c *conn) fail(err error) {
 		if !p.closed.Load() {
 			c.qp.ToError()
 		}
+		tcp := c.tcp
 		p.mu.Unlock()
-		if c.tcp != nil {
-			c.tcp.Close()
+		if tcp != nil {
+			tcp.Close()
 		}
 	})
 }

@@ -159,33 +159,37 @@ func (p *Port) serveHandshake(tc net.Conn) {
 		return
 	}
 	c.ep = rem.Endpoint
-	err = c.connect(rem.Remote)
-	var b []byte
-	if err == nil {
-		h := c.local()
-		b, err = h.marshal()
-	}
-	if err == nil {
-		_, err = tc.Write(b)
-	}
-	if err != nil {
+	if err := c.connect(rem.Remote); err != nil {
 		c.fail(err)
 		drop()
 		return
 	}
-	tc.SetDeadline(time.Time{})
-	p.stats.connects.Add(1)
+	// Become the route to the dialer before answering, so that a reply
+	// sent as soon as the dialer's first datagram arrives reuses this QP
+	// instead of dialing back.
 	p.mu.Lock()
 	delete(p.hsConns, tc)
-	c.tcp = tc
 	if p.closed.Load() {
 		p.mu.Unlock()
 		tc.Close()
 		return
 	}
+	c.tcp = tc
 	if old := p.conns[c.ep]; old == nil || old.dead.Load() {
 		p.conns[c.ep] = c
 	}
 	p.mu.Unlock()
+	h := c.local()
+	b, err := h.marshal()
+	if err == nil {
+		_, err = tc.Write(b)
+	}
+	if err != nil {
+		p.stats.handshakeFailures.Add(1)
+		c.fail(err)
+		return
+	}
+	tc.SetDeadline(time.Time{})
+	p.stats.connects.Add(1)
 	c.watch()
 }
