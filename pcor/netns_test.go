@@ -194,15 +194,27 @@ func TestLossyLinkThroughput(t *testing.T) {
 	}
 	a, b := netnsPair(t, 1500)
 	const size = 64 << 20
-	clean, info := transfer(t, a, b, size)
+	// The best of two runs each, so that a burst of load elsewhere on the
+	// machine does not decide the ratio.
+	best := func() (time.Duration, string) {
+		d1, i1 := transfer(t, a, b, size)
+		d2, i2 := transfer(t, a, b, size)
+		if d2 < d1 {
+			return d2, i2
+		}
+		return d1, i1
+	}
+	clean, info := best()
 	t.Logf("lossless: %v (%.1f MB/s), %s", clean, float64(size)/clean.Seconds()/1e6, info)
 	dropRandom(t, a, 1)
 	dropRandom(t, b, 1)
-	lossy, info := transfer(t, a, b, size)
+	lossy, info := best()
 	t.Logf("1%% loss: %v (%.1f MB/s), %s", lossy, float64(size)/lossy.Seconds()/1e6, info)
-	if ratio := clean.Seconds() / lossy.Seconds(); ratio < 0.5 {
+	ratio := clean.Seconds() / lossy.Seconds()
+	t.Logf("lossy/lossless throughput ratio %.2f", ratio)
+	if raceEnabled {
+		t.Log("race detector on: ratio not judged (CI judges it in a run without -race)")
+	} else if ratio < 0.5 {
 		t.Errorf("lossy throughput is %.2f of lossless (want >= 0.5)", ratio)
-	} else {
-		t.Logf("lossy/lossless throughput ratio %.2f", ratio)
 	}
 }

@@ -1,0 +1,5 @@
+//go:build !race
+
+package pcor_test
+
+const raceEnabled = false

@@ -1,0 +1,209 @@
+package pcor
+
+import (
+	"errors"
+	"net/netip"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pcor-go/pcor/directory"
+	"github.com/pcor-go/pcor/dispatch"
+	"github.com/pcor-go/pcor/routing"
+)
+
+// Datagram limits assumed for the hops of a multi-hop route after the
+// first, whose MTU this process cannot measure: a whole UDP payload on
+// loopback and on RDMA, else what a 1,500-byte Ethernet link carries.
+const (
+	largeDatagram = 65507
+	eth4Datagram  = 1500 - 20 - 8
+	eth6Datagram  = 1500 - 40 - 8
+)
+
+// ReasonNoPath is the Reason of the UnreachableError that fails pending
+// sends to a member no path reaches any more (its gateways left).
+const ReasonNoPath = "no path"
+
+// router keeps a node's routes to the other members current: it holds the
+// membership, rebuilds the routing table on every change and applies it to
+// the dispatch engine.
+type router struct {
+	eng  routeSink
+	self uint32
+
+	mu      sync.Mutex
+	members map[uint32]directory.Member
+	applied map[uint32][]dispatch.RouteSpec // routes set in the engine
+	cut     map[uint32]bool                 // members removed as unreachable
+	table   atomic.Pointer[routing.Table]
+}
+
+// routeSink is the part of the dispatch engine the router drives.
+type routeSink interface {
+	SetRoutes(proc dispatch.ProcID, specs []dispatch.RouteSpec) error
+	RemovePeer(proc dispatch.ProcID, err error)
+}
+
+func newRouter(eng routeSink, self uint32) *router {
+	r := &router{eng: eng, self: self,
+		members: map[uint32]directory.Member{},
+		applied: map[uint32][]dispatch.RouteSpec{},
+		cut:     map[uint32]bool{},
+	}
+	r.table.Store(routing.Build(self, nil))
+	return r
+}
+
+// reset replaces the whole membership (the directory's cache) and applies
+// the routes.
+func (r *router) reset(members []directory.Member) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.members)
+	for _, mb := range members {
+		r.members[mb.Proc] = mb
+	}
+	return r.applyLocked()
+}
+
+// event applies one membership change. A member that left has its pending
+// requests failed with ErrPeerDown (naming it); members that only it
+// connected to are then failed with ErrUnreachable.
+func (r *router) event(ev directory.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev.Kind {
+	case directory.Joined:
+		r.members[ev.Member.Proc] = ev.Member
+	case directory.Left:
+		p := ev.Member.Proc
+		delete(r.members, p)
+		delete(r.applied, p)
+		delete(r.cut, p)
+		if p != r.self {
+			r.eng.RemovePeer(ProcID(p), &dispatch.PeerDownError{Proc: ProcID(p), Reason: ev.Reason})
+		}
+	}
+	return r.applyLocked()
+}
+
+// applyLocked rebuilds the table and hands the engine what changed: new or
+// changed routes, and the members no path reaches any more. r.mu is held.
+func (r *router) applyLocked() error {
+	ms := make([]directory.Member, 0, len(r.members))
+	for _, mb := range r.members {
+		ms = append(ms, mb)
+	}
+	t := routing.Build(r.self, ms)
+	var errs []error
+	routes := t.Routes()
+	for i := 0; i < len(routes); {
+		j := i + 1
+		for j < len(routes) && routes[j].Dst == routes[i].Dst {
+			j++
+		}
+		dst := routes[i].Dst
+		specs := routeSpecs(r.members, routes[i:j])
+		if !slices.Equal(specs, r.applied[dst]) {
+			if err := r.eng.SetRoutes(ProcID(dst), specs); err != nil {
+				errs = append(errs, err)
+			} else {
+				r.applied[dst] = specs
+				delete(r.cut, dst)
+			}
+		}
+		i = j
+	}
+	for _, dst := range t.Unreachable() {
+		if r.cut[dst] {
+			continue
+		}
+		delete(r.applied, dst)
+		r.cut[dst] = true
+		r.eng.RemovePeer(ProcID(dst), &UnreachableError{Proc: ProcID(dst), Reason: ReasonNoPath})
+	}
+	r.table.Store(t)
+	return errors.Join(errs...)
+}
+
+// routeSpecs turns the routes to one destination into the engine's form.
+func routeSpecs(members map[uint32]directory.Member, rs []routing.Route) []dispatch.RouteSpec {
+	specs := make([]dispatch.RouteSpec, len(rs))
+	for i, rt := range rs {
+		specs[i] = dispatch.RouteSpec{Port: rt.Port, Endpoint: rt.Addr, MinSize: rt.MinSize,
+			MaxDatagram: pathDatagram(members, rt)}
+	}
+	return specs
+}
+
+// pathDatagram is the datagram limit of the hops of rt after the first (0:
+// a direct route, limited by the local port alone). A gateway forwards
+// each datagram as it is and drops what its next hop cannot carry, so
+// fragments must fit the narrowest hop. Hops on loopback UDP or on RDMA
+// carry a whole 64 KiB datagram; any other hop is assumed to be Ethernet
+// with a 1,500-byte MTU, since its MTU is known only to the gateway.
+func pathDatagram(members map[uint32]directory.Member, rt routing.Route) int {
+	if rt.Hops <= 1 {
+		return 0
+	}
+	limit := largeDatagram
+	for i := 1; i+1 < len(rt.Path); i++ {
+		limit = min(limit, hopDatagram(members[rt.Path[i]], members[rt.Path[i+1]]))
+	}
+	return limit
+}
+
+// hopDatagram is the smallest datagram limit over the networks u and v
+// share (the gateway may use any of them).
+func hopDatagram(u, v directory.Member) int {
+	limit := largeDatagram
+	shared := false
+	for _, pu := range u.Ports {
+		for _, pv := range v.Ports {
+			if pu.Fabric != pv.Fabric || pu.Network != pv.Network {
+				continue
+			}
+			shared = true
+			limit = min(limit, linkDatagram(pu, pv))
+		}
+	}
+	if !shared {
+		return eth4Datagram
+	}
+	return limit
+}
+
+func linkDatagram(a, b directory.PortInfo) int {
+	switch a.Fabric {
+	case "rdma":
+		return largeDatagram
+	case "udp":
+		pa, errA := netip.ParseAddrPort(a.Addr)
+		pb, errB := netip.ParseAddrPort(b.Addr)
+		if errA != nil || errB != nil {
+			return eth4Datagram
+		}
+		if pa.Addr().IsLoopback() && pb.Addr().IsLoopback() {
+			return largeDatagram
+		}
+		if pa.Addr().Is6() && !pa.Addr().Is4In6() {
+			return eth6Datagram
+		}
+	}
+	return eth4Datagram
+}
+
+// Routes returns the routing table of a node made by Join or FromEnv: how
+// it reaches every member of the application, by message size, and which
+// members no path reaches. It is rebuilt on every membership change; the
+// table returned is not modified afterwards. Other nodes have no table
+// (nil).
+func (n *Node) Routes() *routing.Table {
+	if v, ok := joined.Load(n); ok {
+		if r := v.(*membership).router; r != nil {
+			return r.table.Load()
+		}
+	}
+	return nil
+}
