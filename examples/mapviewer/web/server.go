@@ -1,0 +1,228 @@
+// Package web serves the map viewer over HTTP: a page with the map that
+// pans (drag, arrow keys) and zooms (wheel, buttons), each view rendered
+// by a loader.Loader and sent as PNG with its render time and the source
+// of every tile.
+package web
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"image/png"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pcor-go/pcor/examples/mapviewer/loader"
+	"github.com/pcor-go/pcor/examples/mapviewer/tiles"
+	"github.com/pcor-go/pcor/examples/mapviewer/view"
+)
+
+//go:embed index.html
+var indexHTML string
+
+var indexTmpl = template.Must(template.New("index").Parse(indexHTML))
+
+// RenderTimeout bounds the rendering of one view.
+const RenderTimeout = 60 * time.Second
+
+// Server is the viewer's HTTP handler.
+type Server struct {
+	Set    tiles.Set
+	Loader loader.Loader
+	// Window is the default window (600x600 when zero).
+	Window view.Window
+	// Kind describes the loader on the page ("local", "cluster, 3 daemons").
+	Kind string
+	// OnRender, if set, is called with the plan of every rendered view.
+	OnRender func(view.Plan)
+
+	mux  *http.ServeMux
+	once sync.Once
+}
+
+func (s *Server) init() {
+	if s.Window.W == 0 {
+		s.Window = view.Window{W: 600, H: 600}
+	}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET /{$}", s.index)
+	s.mux.HandleFunc("GET /render", s.render)
+	s.mux.HandleFunc("GET /info", s.info)
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.once.Do(s.init)
+	s.mux.ServeHTTP(w, r)
+}
+
+// Info is what the page learns about the map.
+type Info struct {
+	MapW, MapH   int
+	TileW, TileH int
+	Scales       []int
+	Window       view.Window
+	Kind         string
+}
+
+func (s *Server) infoOf() Info {
+	return Info{s.Set.MapW(), s.Set.MapH(), s.Set.TileW, s.Set.TileH, s.Set.Scales(), s.Window, s.Kind}
+}
+
+func (s *Server) info(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(s.infoOf())
+}
+
+func (s *Server) index(w http.ResponseWriter, r *http.Request) {
+	info, _ := json.Marshal(s.infoOf())
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	indexTmpl.Execute(w, map[string]any{"Info": template.JS(info), "Window": s.Window})
+}
+
+// ViewRequest is a parsed /render query.
+type ViewRequest struct {
+	X, Y, Scale int
+	Win         view.Window
+}
+
+// parseView reads x, y, s, w, h; missing w/h take the default window.
+func (s *Server) parseView(r *http.Request) (view.Plan, error) {
+	q := r.URL.Query()
+	get := func(name string, def int, need bool) (int, error) {
+		v := q.Get(name)
+		if v == "" {
+			if need {
+				return 0, fmt.Errorf("%w: missing %s", view.ErrBadRequest, name)
+			}
+			return def, nil
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < -1<<40 || n > 1<<40 {
+			return 0, fmt.Errorf("%w: %s=%q is not a number", view.ErrBadRequest, name, v)
+		}
+		return n, nil
+	}
+	var vr ViewRequest
+	var err error
+	if vr.X, err = get("x", 0, true); err != nil {
+		return view.Plan{}, err
+	}
+	if vr.Y, err = get("y", 0, true); err != nil {
+		return view.Plan{}, err
+	}
+	if vr.Scale, err = get("s", 0, true); err != nil {
+		return view.Plan{}, err
+	}
+	if vr.Win.W, err = get("w", s.Window.W, false); err != nil {
+		return view.Plan{}, err
+	}
+	if vr.Win.H, err = get("h", s.Window.H, false); err != nil {
+		return view.Plan{}, err
+	}
+	if vr.Win.W < 1 || vr.Win.H < 1 || vr.Win.W > view.MaxWindow || vr.Win.H > view.MaxWindow {
+		return view.Plan{}, fmt.Errorf("%w: window %dx%d (1..%d per side)", view.ErrBadRequest, vr.Win.W, vr.Win.H, view.MaxWindow)
+	}
+	if vr.Scale < 1 || vr.Scale > view.MaxWindow {
+		return view.Plan{}, fmt.Errorf("%w: scale 1:%d", view.ErrBadRequest, vr.Scale)
+	}
+	if vr.X < 0 || vr.Y < 0 || vr.X >= s.Set.MapW() || vr.Y >= s.Set.MapH() {
+		return view.Plan{}, fmt.Errorf("%w: origin (%d,%d) outside the %dx%d map", view.ErrBadRequest, vr.X, vr.Y, s.Set.MapW(), s.Set.MapH())
+	}
+	reg := view.Region{X: vr.X, Y: vr.Y, W: min(vr.Win.W*vr.Scale, s.Set.MapW()-vr.X), H: min(vr.Win.H*vr.Scale, s.Set.MapH()-vr.Y)}
+	return view.At(s.Set, reg, vr.Scale)
+}
+
+func (s *Server) render(w http.ResponseWriter, r *http.Request) {
+	p, err := s.parseView(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ctx, cancel := contextWithTimeout(r, RenderTimeout)
+	defer cancel()
+	res, rerr := view.Render(ctx, s.Loader, p)
+	if res == nil {
+		http.Error(w, rerr.Error(), http.StatusInternalServerError)
+		return
+	}
+	if s.OnRender != nil {
+		s.OnRender(p)
+	}
+	var buf bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if err := enc.Encode(&buf, res.Img); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "image/png")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Render-Ms", fmt.Sprintf("%.1f", float64(res.Elapsed.Microseconds())/1000))
+	h.Set("X-Region", fmt.Sprintf("%d,%d,%d,%d", p.Region.X, p.Region.Y, p.Region.W, p.Region.H))
+	h.Set("X-Scale", strconv.Itoa(p.Scale))
+	h.Set("X-Sources", sources(res))
+	h.Set("X-Tiles", tileSources(res))
+	if rerr != nil {
+		h.Set("X-Tile-Errors", headerSafe(rerr.Error(), 4096))
+	}
+	w.Write(buf.Bytes())
+}
+
+// sources summarises who served the tiles: "daemon 1=20; daemon 2=18".
+func sources(res *view.Result) string {
+	count := map[string]int{}
+	for _, t := range res.Tiles {
+		src := t.Source
+		if t.Err != nil {
+			src = "failed"
+		}
+		count[src]++
+	}
+	keys := make([]string, 0, len(count))
+	for k := range count {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s=%d", k, count[k])
+	}
+	return headerSafe(strings.Join(parts, "; "), 1024)
+}
+
+// tileSources lists "col,row,x,y,source" per tile, separated by ";".
+func tileSources(res *view.Result) string {
+	parts := make([]string, len(res.Tiles))
+	for i, t := range res.Tiles {
+		src := t.Source
+		if t.Err != nil {
+			src = "failed"
+		}
+		parts[i] = fmt.Sprintf("%d,%d,%d,%d,%s", t.ID.Col, t.ID.Row, t.At.X, t.At.Y, src)
+	}
+	return headerSafe(strings.Join(parts, ";"), 64<<10)
+}
+
+func headerSafe(s string, max int) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > max {
+		s = s[:max]
+	}
+	return s
+}
+
+// IsBadRequest reports whether err is the client's fault.
+func IsBadRequest(err error) bool { return errors.Is(err, view.ErrBadRequest) }
