@@ -3,6 +3,7 @@ package pcor
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/routing"
 )
 
 // JoinConfig configures Join: where the directory is, who this process is,
@@ -35,6 +37,11 @@ type JoinConfig struct {
 	// Listen are the node's ports. Default: one UDP port on the local
 	// address that routes to Coord.
 	Listen []Listen
+	// Costs, if set, are announced with the ports for the route costs:
+	// Costs[i] is the latency and bandwidth (bytes per second) of the link
+	// Listen[i] is attached to. Zero fields, and ports without an entry,
+	// take the routing defaults of their fabric.
+	Costs []routing.LinkCost
 	// OnEvent, if set, is called with every membership change after the
 	// node's peers were updated, in order, from the directory session's
 	// reader goroutine: it must not block for long.
@@ -46,7 +53,7 @@ type JoinConfig struct {
 
 // membership links a joined node to its directory session. Membership
 // changes arrive on the client's reader goroutine, possibly before the node
-// exists; until then they are held.
+// exists; until then they are held (the client's cache reflects them).
 type membership struct {
 	client *directory.Client
 	server *directory.Server
@@ -55,37 +62,34 @@ type membership struct {
 
 	mu      sync.Mutex
 	node    *Node
+	router  *router
 	pending []directory.Event
 }
 
 func (m *membership) onEvent(ev directory.Event) {
 	m.mu.Lock()
-	if m.node == nil {
+	if m.router == nil {
 		m.pending = append(m.pending, ev)
 		m.mu.Unlock()
 		return
 	}
-	apply(m.node, ev)
+	m.router.event(ev)
 	m.mu.Unlock()
 	if m.user != nil {
 		m.user(ev)
 	}
 }
 
-// attach hands the node its membership: the cached members, then the
-// changes held meanwhile (the cache already reflects them; replaying them
-// leaves the same peers).
+// attach hands the node its membership: routes to every cached member,
+// which already reflects the changes held meanwhile; those are then
+// passed on to the user's callback.
 func (m *membership) attach(n *Node) {
 	m.mu.Lock()
 	m.node = n
-	for _, mb := range m.client.Members() {
-		addMember(n, mb)
-	}
+	m.router = newRouter(n.Engine(), uint32(n.Proc()))
+	m.router.reset(m.client.Members())
 	held := m.pending
 	m.pending = nil
-	for _, ev := range held {
-		apply(n, ev)
-	}
 	m.mu.Unlock()
 	if m.user != nil {
 		for _, ev := range held {
@@ -94,23 +98,18 @@ func (m *membership) attach(n *Node) {
 	}
 }
 
-func apply(n *Node, ev directory.Event) {
-	switch ev.Kind {
-	case directory.Joined:
-		addMember(n, ev.Member)
-	case directory.Left:
-		n.RemovePeer(ProcID(ev.Member.Proc), nil) // nil: ErrPeerDown naming the process
-	}
-}
-
 var joined sync.Map // *Node -> *membership
 
 // Join opens the node's ports, joins the directory with them (serving it
 // in this process when cfg says so), and creates the node with the process
-// id the directory gave. Every member, and every later one, is added as a
-// peer; a member that leaves or dies is removed with ErrPeerDown, so sends
-// to it and receives waiting on it fail. Closing the node leaves the
-// directory.
+// id the directory gave. The node keeps a routing table of the membership
+// (Routes), rebuilt on every join and leave: every member a path reaches,
+// directly or through gateways (members with ports on several networks),
+// gets routes chosen by message size. A member that leaves or dies is
+// removed with ErrPeerDown, so sends to it and receives waiting on it
+// fail; members no path reaches any more fail likewise with an
+// UnreachableError whose Reason is ReasonNoPath. Closing the node leaves
+// the directory.
 func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	if cfg.Coord == "" {
 		return nil, directory.ErrNoCoord
@@ -131,7 +130,15 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 			l.Port.Close()
 		}
 	}
-	for _, l := range ls {
+	if len(cfg.Costs) > len(ls) {
+		return nil, fmt.Errorf("pcor: %d costs for %d ports", len(cfg.Costs), len(ls))
+	}
+	for i, c := range cfg.Costs {
+		if c.Latency < 0 || !(c.Bandwidth >= 0) || math.IsInf(c.Bandwidth, 1) {
+			return nil, fmt.Errorf("pcor: port %d: invalid latency %v or bandwidth %v", i, c.Latency, c.Bandwidth)
+		}
+	}
+	for i, l := range ls {
 		p, err := openPort(l)
 		if err != nil {
 			closeAll()
@@ -143,7 +150,11 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 		l.Port = &closeHook{Port: p, m: m}
 		l.Fabric = p.Kind()
 		opened = append(opened, l)
-		ports = append(ports, directory.PortInfo{Fabric: p.Kind(), Network: l.Network, Addr: p.LocalEndpoint().String()})
+		pi := directory.PortInfo{Fabric: p.Kind(), Network: l.Network, Addr: p.LocalEndpoint().String()}
+		if i < len(cfg.Costs) {
+			pi.Latency, pi.Bandwidth = cfg.Costs[i].Latency, cfg.Costs[i].Bandwidth
+		}
+		ports = append(ports, pi)
 	}
 	dir := cfg.Directory
 	if dir == "" {
@@ -232,30 +243,6 @@ func ParseListen(s string) ([]Listen, error) {
 		ls = append(ls, l)
 	}
 	return ls, nil
-}
-
-func addMember(n *Node, mb directory.Member) {
-	if ProcID(mb.Proc) == n.Proc() {
-		return
-	}
-	if p, ok := peerFor(n.Endpoints(), mb); ok {
-		n.AddPeer(p)
-	}
-}
-
-// peerFor picks the member's port to reach it through: one on the same
-// fabric and network as a local port, else one on the same fabric.
-func peerFor(local []Listen, mb directory.Member) (Peer, bool) {
-	for _, sameNet := range []bool{true, false} {
-		for _, l := range local {
-			for _, p := range mb.Ports {
-				if p.Fabric == l.Fabric && (!sameNet || p.Network == l.Network) {
-					return Peer{Proc: ProcID(mb.Proc), Fabric: p.Fabric, Addr: p.Addr}, true
-				}
-			}
-		}
-	}
-	return Peer{}, false
 }
 
 // addrToward is the local IP address that routes to the host of hostport
