@@ -29,6 +29,9 @@ var indexHTML string
 
 var indexTmpl = template.Must(template.New("index").Parse(indexHTML))
 
+// MaxWindow bounds each side of a window the page may ask for.
+const MaxWindow = 2048
+
 // RenderTimeout bounds the rendering of one view.
 const RenderTimeout = 60 * time.Second
 
@@ -127,10 +130,10 @@ func (s *Server) parseView(r *http.Request) (view.Plan, error) {
 	if vr.Win.H, err = get("h", s.Window.H, false); err != nil {
 		return view.Plan{}, err
 	}
-	if vr.Win.W < 1 || vr.Win.H < 1 || vr.Win.W > view.MaxWindow || vr.Win.H > view.MaxWindow {
-		return view.Plan{}, fmt.Errorf("%w: window %dx%d (1..%d per side)", view.ErrBadRequest, vr.Win.W, vr.Win.H, view.MaxWindow)
+	if vr.Win.W < 1 || vr.Win.H < 1 || vr.Win.W > MaxWindow || vr.Win.H > MaxWindow {
+		return view.Plan{}, fmt.Errorf("%w: window %dx%d (1..%d per side)", view.ErrBadRequest, vr.Win.W, vr.Win.H, MaxWindow)
 	}
-	if vr.Scale < 1 || vr.Scale > view.MaxWindow {
+	if vr.Scale < 1 || vr.Scale > 1<<20 {
 		return view.Plan{}, fmt.Errorf("%w: scale 1:%d", view.ErrBadRequest, vr.Scale)
 	}
 	if vr.X < 0 || vr.Y < 0 || vr.X >= s.Set.MapW() || vr.Y >= s.Set.MapH() {
