@@ -96,6 +96,9 @@ func (r *router) applyLocked() error {
 		ms = append(ms, mb)
 	}
 	t := routing.Build(r.self, ms)
+	// The table is published first, so that whoever sees a request fail
+	// finds the reason in it.
+	r.table.Store(t)
 	var errs []error
 	routes := t.Routes()
 	for i := 0; i < len(routes); {
@@ -123,7 +126,6 @@ func (r *router) applyLocked() error {
 		r.cut[dst] = true
 		r.eng.RemovePeer(ProcID(dst), &UnreachableError{Proc: ProcID(dst), Reason: ReasonNoPath})
 	}
-	r.table.Store(t)
 	return errors.Join(errs...)
 }
 
