@@ -77,11 +77,11 @@ func TestPcorOverRDMA(t *testing.T) {
 		pattern(data, uint64(size))
 		start := time.Now()
 		if err := th.Send(ctx, dst, pcor.Tag(i+1), data); err != nil {
-			t.Fatalf("send %d B: %v", size, err)
+			t.Fatalf("send %d B after %v: %v; port %+v, last failure %v; node %+v", size, time.Since(start), err, p.Stats(), p.LastFailure(), n.Stats())
 		}
 		m, err := th.Recv(ctx, pcor.Addr{Proc: 1, Thread: 0}, pcor.Tag(i+1))
 		if err != nil {
-			t.Fatalf("echo of %d B: %v", size, err)
+			t.Fatalf("echo of %d B after %v: %v; port %+v, last failure %v; node %+v", size, time.Since(start), err, p.Stats(), p.LastFailure(), n.Stats())
 		}
 		if !bytes.Equal(m.Data, data) {
 			t.Fatalf("echo of %d B differs (got %d B)", size, len(m.Data))

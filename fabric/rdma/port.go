@@ -317,3 +317,14 @@ func (p *Port) Close() error {
 	})
 	return nil
 }
+
+// ListenAddr opens a Port with the default configuration and its
+// handshake listener on addr; it has the shape of a fabric opener, e.g.
+// pcor.RegisterFabric("rdma", rdma.ListenAddr).
+func ListenAddr(addr string) (fabric.Port, error) {
+	p, err := Listen(Config{Addr: addr})
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
