@@ -39,6 +39,14 @@ type Config struct {
 	UnreachableTimeout time.Duration
 	// Window is the most fragments in flight per peer (default 4096).
 	Window int
+	// AckDelay is how long an acknowledgement may wait for data going the
+	// other way to carry it (default 500 µs; negative: acknowledge at once).
+	// Out-of-order arrivals and every AckEvery fragments are acknowledged
+	// at once regardless.
+	AckDelay time.Duration
+	// AckEvery is the most fragments acknowledged by one delayed ack
+	// (default 8).
+	AckEvery int
 	// MinRTO and MaxRTO bound the retransmission timeout (default 10 ms, 1 s).
 	MinRTO, MaxRTO time.Duration
 }
@@ -89,6 +97,12 @@ func (c *Config) fill() {
 		w <<= 1
 	}
 	c.Window = w
+	if c.AckDelay == 0 {
+		c.AckDelay = 500 * time.Microsecond
+	}
+	if c.AckEvery <= 0 {
+		c.AckEvery = 8
+	}
 	if c.MinRTO <= 0 {
 		c.MinRTO = defaultMinRTO
 	}

@@ -127,6 +127,10 @@ func (pt *port) handle(pkt []byte, now int64) {
 	p.lastHeard.Store(now)
 	switch h.Kind {
 	case wire.Data, wire.Abort:
+		if h.Flags&wire.FlagAck != 0 && h.AckCum > p.ackedCum.Load() {
+			a := wire.AckBody{Cum: h.AckCum, Echo: noEcho}
+			p.onAck(&a, pt)
+		}
 		pt.onData(p, &h, body)
 	case wire.Ack:
 		a, err := wire.DecodeAck(body)
@@ -163,14 +167,19 @@ func (pt *port) onData(p *peer, h *wire.Header, body []byte) {
 	p.rxmu.Lock()
 	rx := &p.rx
 	rx.ackPending = true
+	rx.unacked++
+	if rx.unacked >= e.cfg.AckEvery || h.Flags&(wire.FlagRetransmit|wire.FlagAckNow) != 0 || h.Kind == wire.Abort {
+		rx.ackNow = true
+	}
 	rx.echo = h.Seq // the newest arrival, for a clean round-trip sample
 	if rx.has(h.Seq) {
+		rx.ackNow = true // our acknowledgement may have been lost
 		p.rxmu.Unlock()
 		pt.c.dups.Add(1)
 		return
 	}
 	if h.Seq >= rx.cum+rx.window() {
-		rx.ackPending = true
+		rx.ackNow = true
 		p.rxmu.Unlock()
 		pt.c.drops[DropWindow].Add(1)
 		return
@@ -241,6 +250,9 @@ func (pt *port) onData(p *peer, h *wire.Header, body []byte) {
 	}
 	complete := m.place(h.FragIndex, body)
 	rx.mark(h.Seq)
+	if !rx.inOrder() {
+		rx.ackNow = true
+	}
 	if complete {
 		delete(rx.inprog, h.MsgID)
 		pt.delivered = rx.complete(h.MsgID, m, pt.delivered)
@@ -326,8 +338,13 @@ func (pt *port) flush() {
 			p.rxmu.Unlock()
 			continue
 		}
-		p.rx.ackPending = false
-		p.rx.ack(&pt.ackBody)
+		if !p.rx.ackNow && e.cfg.AckDelay > 0 {
+			// Wait a little for data going back to carry it.
+			p.armAck()
+			p.rxmu.Unlock()
+			continue
+		}
+		p.takeAck(&pt.ackBody)
 		p.rxmu.Unlock()
 		if out != nil && (out != rt.port || b.full()) {
 			e.transmit(out, b.dgs)
@@ -411,4 +428,60 @@ func (pt *port) flushForward() {
 	pt.fwd = pt.fwd[:0]
 	clear(pt.fwdPorts)
 	pt.fwdPorts = pt.fwdPorts[:0]
+}
+
+// noEcho is the Echo of an acknowledgement that names no datagram.
+const noEcho = ^uint64(0)
+
+// takeAck fills a with the acknowledgement of the receive stream and marks
+// it sent. p.rxmu is held.
+func (p *peer) takeAck(a *wire.AckBody) {
+	p.rx.ack(a)
+	p.rx.ackPending, p.rx.ackNow, p.rx.unacked = false, false, 0
+}
+
+// armAck schedules a delayed acknowledgement. p.rxmu is held.
+func (p *peer) armAck() {
+	if p.ackArmed {
+		return
+	}
+	p.ackArmed = true
+	if p.ackTimer == nil {
+		p.ackTimer = time.AfterFunc(p.e.cfg.AckDelay, p.delayedAck)
+		return
+	}
+	p.ackTimer.Reset(p.e.cfg.AckDelay)
+}
+
+// delayedAck sends the acknowledgement no data carried in time.
+func (p *peer) delayedAck() {
+	p.rxmu.Lock()
+	p.ackArmed = false
+	if !p.rx.ackPending || p.e.closed.Load() {
+		p.rxmu.Unlock()
+		return
+	}
+	var a wire.AckBody
+	p.takeAck(&a)
+	p.rxmu.Unlock()
+	p.sendAck(&a)
+}
+
+// sendAck transmits acknowledgement a on the peer's control route.
+func (p *peer) sendAck(a *wire.AckBody) {
+	e := p.e
+	rt := p.ctrl()
+	if rt == nil {
+		return
+	}
+	b := e.getBatch()
+	body := a.Put(b.ackScratch(0))
+	head := b.heads[0][:]
+	h := wire.Header{Kind: wire.Ack, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(p.proc), Hops: 8,
+		SrcInc: e.inc, DstInc: p.inc.Load()}
+	h.Encode(head, body)
+	b.dgs = append(b.dgs, fabric.Datagram{Head: head, Body: body, To: rt.ep})
+	e.transmit(rt.port, b.dgs)
+	rt.port.c.acksSent.Add(1)
+	e.putBatch(b)
 }

@@ -294,6 +294,23 @@ func (e *Engine) putBatch(b *batch) {
 // and releases the ports. It is idempotent.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
+		// Acknowledge what arrived, so that senders of messages this
+		// process received do not see it as lost.
+		for _, p := range *e.peers.Load() {
+			p.rxmu.Lock()
+			pending := p.rx.ackPending
+			var a wire.AckBody
+			if pending {
+				p.takeAck(&a)
+			}
+			if p.ackTimer != nil {
+				p.ackTimer.Stop()
+			}
+			p.rxmu.Unlock()
+			if pending {
+				p.sendAck(&a)
+			}
+		}
 		e.closed.Store(true)
 		close(e.closing)
 		e.portsMu.Lock()

@@ -80,8 +80,9 @@ func (m *mcb) start(total uint64, fragSize uint32, nfrag uint32, pool *bufPool) 
 	m.got, m.gotBytes = 0, 0
 	nb := (int(nfrag) + bitBlock - 1) / bitBlock
 	if nb == 1 {
-		m.bits = m.bits[:0]
-		m.bits = append(m.bits, nil)
+		if len(m.bits) != 1 {
+			m.bits = append(m.bits[:0], nil) // a cleared block is kept for reuse
+		}
 	} else {
 		m.bits = make([][]uint64, nb)
 	}

@@ -49,7 +49,8 @@ type peer struct {
 	proc   ProcID
 	routes atomic.Pointer[routeSet]
 
-	lastHeard atomic.Int64 // monotonic ns of the last valid datagram from it
+	lastHeard atomic.Int64  // monotonic ns of the last valid datagram from it
+	ackedCum  atomic.Uint64 // highest cumulative acknowledgement received
 
 	// inc is the peer's incarnation (0: not heard from yet); retired are
 	// earlier ones, whose late datagrams are dropped. Guarded by incMu.
@@ -60,8 +61,10 @@ type peer struct {
 	mu sync.Mutex
 	tx txStream
 
-	rxmu sync.Mutex
-	rx   rxStream
+	rxmu     sync.Mutex
+	rx       rxStream
+	ackTimer *time.Timer // sends a delayed acknowledgement; guarded by rxmu
+	ackArmed bool
 	// ackNext links peers with an ack pending in one dispatcher batch.
 	ackNext *peer
 	inBatch bool
@@ -104,6 +107,7 @@ func (p *peer) checkInc(inc uint32) bool {
 	p.retired[0] = cur
 	err := &PeerDownError{Proc: p.proc, Reason: "process restarted"}
 	p.restartTx()
+	p.ackedCum.Store(0)
 	p.rxmu.Lock()
 	p.e.dropOwned(p, err)
 	for id, m := range p.rx.inprog {

@@ -19,8 +19,14 @@ type rxStream struct {
 	held    map[uint64]*mcb // completed early; nil value: aborted
 
 	ackPending bool
+	unacked    int  // fragments arrived since the last acknowledgement
+	ackNow     bool // acknowledge at the end of this batch
 	echo       uint64
 }
+
+// inOrder reports whether nothing above the cumulative point has arrived,
+// so the cumulative point alone acknowledges everything.
+func (rx *rxStream) inOrder() bool { return rx.maxSeen <= rx.cum }
 
 func (rx *rxStream) init(window int) {
 	rx.win = make([]uint64, window/64)

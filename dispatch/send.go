@@ -70,10 +70,20 @@ func (p *peer) pump() {
 	}
 	for {
 		b := p.e.getBatch()
+		p.rxmu.Lock()
+		b.ackCum, b.piggy = p.rx.cum, p.rx.cum > 0 || p.rx.ackPending
+		p.rxmu.Unlock()
 		p.mu.Lock()
 		p.fill(b, *rs, nanotime())
 		p.mu.Unlock()
 		n := len(b.dgs)
+		if n > 0 && b.piggy {
+			p.rxmu.Lock()
+			if p.rx.ackPending && p.rx.cum == b.ackCum && p.rx.inOrder() {
+				p.rx.ackPending, p.rx.ackNow, p.rx.unacked = false, false, 0
+			}
+			p.rxmu.Unlock()
+		}
 		for i := 0; i < n; {
 			j := i + 1
 			for j < n && b.ports[j] == b.ports[i] {
@@ -181,6 +191,10 @@ func (p *peer) build(b *batch, rt *route, en *txEntry) {
 	}
 	if en.retrans {
 		h.Flags |= wire.FlagRetransmit
+	}
+	if b.piggy {
+		h.Flags |= wire.FlagAck
+		h.AckCum = b.ackCum
 	}
 	var body []byte
 	if en.kind == wire.Data {
@@ -293,6 +307,9 @@ func (p *peer) onAck(a *wire.AckBody, pt *port) {
 	}
 	if en := t.find(a.Echo); en != nil && !en.retrans && !en.sacked && en.sentAt != 0 && (en.seq < a.Cum || inSack(a, en.seq)) {
 		t.sampleRTT(time.Duration(now-en.sentAt), e.cfg.MinRTO, e.cfg.MaxRTO)
+	}
+	if a.Cum > p.ackedCum.Load() {
+		p.ackedCum.Store(a.Cum)
 	}
 	newly := 0
 	for t.rlen > 0 {

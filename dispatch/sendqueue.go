@@ -189,6 +189,10 @@ type batch struct {
 	heads [][wire.HeaderSize]byte
 	acks  [][]byte
 	done  []*Request
+	// piggy: data datagrams carry ackCum, the receive stream's cumulative
+	// point, as an acknowledgement.
+	piggy  bool
+	ackCum uint64
 }
 
 func newBatch(n int) *batch {
@@ -204,6 +208,7 @@ func (b *batch) reset() {
 	b.ports = b.ports[:0]
 	clear(b.done)
 	b.done = b.done[:0]
+	b.piggy, b.ackCum = false, 0
 }
 
 // ackScratch returns space for the i-th acknowledgement body of a batch.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/pcor-go/pcor/fabric/udp"
 	"github.com/pcor-go/pcor/pcor"
 )
 
@@ -85,4 +86,39 @@ func BenchmarkPingPong1B(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkPingPongSyscalls reports the system calls per round trip.
+func BenchmarkPingPongSyscalls(b *testing.B) {
+	a, c := udpPair(b, pcor.Blocking)
+	ta, tc := a.NewThread(), c.NewThread()
+	ctx := context.Background()
+	go func() {
+		buf := make([]byte, 1)
+		for {
+			m, err := tc.RecvInto(ctx, ta.Addr(), 1, buf)
+			if err != nil {
+				return
+			}
+			if err := tc.Send(ctx, ta.Addr(), 1, m.Data); err != nil {
+				return
+			}
+		}
+	}()
+	buf := make([]byte, 1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := ta.Send(ctx, tc.Addr(), 1, []byte{1}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ta.RecvInto(ctx, tc.Addr(), 1, buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	type stater interface{ Stats() udp.Stats }
+	sa := a.Endpoints()[0].Port.(stater).Stats()
+	sc := c.Endpoints()[0].Port.(stater).Stats()
+	b.ReportMetric(float64(sa.SendCalls+sc.SendCalls)/float64(b.N), "sendmmsg/op")
+	b.ReportMetric(float64(sa.RecvCalls+sc.RecvCalls)/float64(b.N), "recvmmsg/op")
 }

@@ -25,6 +25,8 @@
 //	80 src inc   u32  incarnation of the sending engine (random per start)
 //	84 dst inc   u32  incarnation of the destination as the sender knows it
 //	                  (zero before it has heard from it)
+//	88 ack cum   u64  with FlagAck: every fragment of the reverse stream
+//	                  below this sequence number has arrived
 //
 // Decode validates everything it can without state: magic, version, job
 // key, checksum, the body length against the datagram, and the message
@@ -47,7 +49,7 @@ const Magic = 0x7043
 const Version = 1
 
 // HeaderSize is the encoded size of a Header.
-const HeaderSize = 88
+const HeaderSize = 96
 
 // MaxFragment is the largest datagram (header included) the dispatcher
 // ever sends: 64 KiB less the UDP/IPv4 overhead so that it fits one UDP
@@ -95,6 +97,9 @@ const (
 	FlagAckNow = 1 << 0
 	// FlagRetransmit marks a datagram sent again.
 	FlagRetransmit = 1 << 1
+	// FlagAck says AckCum acknowledges the reverse stream (an
+	// acknowledgement carried by data).
+	FlagAck = 1 << 2
 )
 
 // Header is the decoded fragment header.
@@ -116,6 +121,7 @@ type Header struct {
 	BodyLen   uint32
 	SrcInc    uint32
 	DstInc    uint32
+	AckCum    uint64
 }
 
 // Errors returned by Decode; each is one drop reason.
@@ -176,6 +182,7 @@ func (h *Header) Put(b []byte) {
 	le.PutUint64(b[72:], 0)
 	le.PutUint32(b[80:], h.SrcInc)
 	le.PutUint32(b[84:], h.DstInc)
+	le.PutUint64(b[88:], h.AckCum)
 }
 
 // Seal writes the checksum of head (an encoded header) and body into head.
@@ -237,6 +244,7 @@ func Decode(pkt []byte, jobKey uint64) (Header, []byte, error) {
 	h.BodyLen = le.Uint32(pkt[68:])
 	h.SrcInc = le.Uint32(pkt[80:])
 	h.DstInc = le.Uint32(pkt[84:])
+	h.AckCum = le.Uint64(pkt[88:])
 	if uint64(h.BodyLen) != uint64(len(pkt)-HeaderSize) {
 		return h, nil, ErrLength
 	}
