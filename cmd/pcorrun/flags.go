@@ -44,7 +44,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.heartbeat, "heartbeat-timeout", directory.DefaultHeartbeatTimeout, "silence after which a process counts as gone")
 	fs.DurationVar(&o.grace, "grace", 3*time.Second, "time between SIGTERM and SIGKILL when stopping processes")
 	fs.BoolVar(&o.keepGoing, "keep-going", false, "when a process fails, let the others run on (the exit status is still the first failure's)")
-	fs.BoolVar(&o.routes, "routes", false, "print the routing table (reserved; not available yet)")
+	fs.BoolVar(&o.routes, "routes", false, "print every process's routing table once all have joined, after every membership change, and on SIGUSR1")
 	fs.BoolVar(&o.verbose, "v", false, "print the directory address and membership changes")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: pcorrun -n N [flags] program [args...]\n       pcorrun --directory-only [flags]\n")

@@ -35,7 +35,8 @@ type exit struct {
 
 // startDirectory listens on opts.listen and returns the server and the
 // address processes are told to reach it at.
-func startDirectory(opts *options, stderr *lockedWriter, lost *lossLog) (*directory.Server, string, error) {
+// With watch set, the routing tables are printed as the membership changes.
+func startDirectory(opts *options, stderr *lockedWriter, lost *lossLog, watch *routeWatch) (*directory.Server, string, error) {
 	ln, err := net.Listen("tcp", opts.listen)
 	if err != nil {
 		return nil, "", fmt.Errorf("directory: %w", err)
@@ -52,11 +53,15 @@ func startDirectory(opts *options, stderr *lockedWriter, lost *lossLog) (*direct
 			}
 			stderr.writeLine([]byte(fmt.Sprintf("pcorrun: process %d on %s %s\n", ev.Member.Proc, ev.Member.Host, what)))
 		}
+		watch.changed()
 	}
 	srv, err := directory.NewServer(ln, cfg)
 	if err != nil {
 		ln.Close()
 		return nil, "", err
+	}
+	if watch != nil {
+		watch.start(srv)
 	}
 	return srv, coordAddr(ln.Addr().(*net.TCPAddr)), nil
 }
@@ -99,11 +104,13 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 	logf := func(format string, a ...any) {
 		errw.writeLine([]byte(fmt.Sprintf("pcorrun: "+format+"\n", a...)))
 	}
+	var watch *routeWatch
 	if opts.routes {
-		logf("--routes: the routing table is not available yet")
+		watch = newRouteWatch(out, opts.n)
+		defer watch.stop()
 	}
 	lost := &lossLog{at: make(map[int]time.Time)}
-	srv, coord, err := startDirectory(opts, errw, lost)
+	srv, coord, err := startDirectory(opts, errw, lost, watch)
 	if err != nil {
 		logf("%v", err)
 		return 1
@@ -300,7 +307,12 @@ func describe(err error) string {
 // serveDirectory runs only the directory until SIGINT or SIGTERM.
 func serveDirectory(opts *options, stdout, stderr io.Writer) int {
 	errw := &lockedWriter{w: stderr}
-	srv, coord, err := startDirectory(opts, errw, nil)
+	var watch *routeWatch
+	if opts.routes {
+		watch = newRouteWatch(&lockedWriter{w: stdout}, opts.n)
+		defer watch.stop()
+	}
+	srv, coord, err := startDirectory(opts, errw, nil, watch)
 	if err != nil {
 		fmt.Fprintf(stderr, "pcorrun: %v\n", err)
 		return 1

@@ -4,11 +4,17 @@
 //	pcorrun -n 4 ./prog args...
 //	pcorrun -n 6 --hosts a,b,c --via 'ssh {host}' --listen 10.0.0.1:0 ./prog
 //	pcorrun --directory-only --listen 10.0.0.1:7000
+//	pcorrun -n 3 --routes ./prog     (and kill -USR1 <pcorrun> for the tables again)
 //
 // Each process gets PCOR_COORD, PCOR_RANK, PCOR_SIZE and PCOR_JOBKEY (a
 // random key per run); its output lines are prefixed with its rank. SIGINT
 // and SIGTERM are forwarded. When a process fails the others are stopped
 // and pcorrun exits with the failed process's status, naming its rank.
+//
+// With --routes, pcorrun prints the routing table of every process, as
+// each computes it from the membership (routing.Build): which port, next
+// hop and path reach every other process for each range of message sizes,
+// and which processes no path reaches.
 package main
 
 import (

@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 //	fail:R:C       rank R exits with code C after a moment; others wait for a signal
 //	wait           print "ready", wait for SIGINT/SIGTERM, print it and exit 3
 //	join           join the directory and wait for all PCOR_SIZE members
+//	routes         join as a pcor node on a per-rank chain of networks, print the node's routes
 func helper(mode string) int {
 	rank, _ := strconv.Atoi(os.Getenv("PCOR_RANK"))
 	switch {
@@ -60,6 +61,8 @@ func helper(mode string) int {
 		return waitSignal()
 	case mode == "wait":
 		return waitSignal()
+	case mode == "routes":
+		return routesHelper()
 	case mode == "join":
 		env, err := directory.FromEnv()
 		if err != nil {

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pcor-go/pcor/directory"
+	"github.com/pcor-go/pcor/routing"
+)
+
+// routeSettle is how long the membership must stay unchanged before the
+// tables are printed, so that a burst of joins prints once.
+const routeSettle = 150 * time.Millisecond
+
+// routeWatch prints the routing table of every member of the application
+// (--routes): once the membership has min members, again after every later
+// change, and whenever pcorrun gets SIGUSR1. The tables are computed from
+// the directory's membership with the same model the processes use, so
+// they are what each process applies.
+type routeWatch struct {
+	out *lockedWriter
+	min int
+
+	mu      sync.Mutex
+	srv     *directory.Server
+	timer   *time.Timer
+	stopped bool
+	sigs    chan os.Signal
+	done    chan struct{}
+}
+
+func newRouteWatch(out *lockedWriter, min int) *routeWatch {
+	return &routeWatch{out: out, min: min}
+}
+
+// start begins watching srv and listening for SIGUSR1.
+func (w *routeWatch) start(srv *directory.Server) {
+	w.mu.Lock()
+	w.srv = srv
+	w.sigs = make(chan os.Signal, 1)
+	w.done = make(chan struct{})
+	w.mu.Unlock()
+	signal.Notify(w.sigs, syscall.SIGUSR1)
+	go func() {
+		for {
+			select {
+			case <-w.sigs:
+				w.print(true)
+			case <-w.done:
+				return
+			}
+		}
+	}()
+	w.changed()
+}
+
+// changed is called on every membership change (from the directory's
+// event callback: it only arms a timer).
+func (w *routeWatch) changed() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped || w.srv == nil {
+		return
+	}
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	w.timer = time.AfterFunc(routeSettle, func() { w.print(false) })
+}
+
+// stop ends the watch; no table is printed afterwards.
+func (w *routeWatch) stop() {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped {
+		return
+	}
+	w.stopped = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	if w.sigs != nil {
+		signal.Stop(w.sigs)
+		close(w.done)
+	}
+}
+
+func (w *routeWatch) print(force bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopped || w.srv == nil {
+		return
+	}
+	ms := w.srv.Members()
+	if !force && len(ms) < w.min {
+		return
+	}
+	w.out.writeLine(formatRoutes(ms))
+}
+
+// formatRoutes renders the routing table of every member, each under a
+// header line naming the process.
+func formatRoutes(ms []directory.Member) []byte {
+	var b bytes.Buffer
+	if len(ms) == 0 {
+		b.WriteString("pcorrun: routes: no process has joined\n")
+	}
+	for _, m := range ms {
+		host := ""
+		if m.Host != "" {
+			host = " on " + m.Host
+		}
+		fmt.Fprintf(&b, "pcorrun: routes of process %d%s:\n", m.Proc, host)
+		routing.Build(m.Proc, ms).Format(&b)
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/pcor"
+)
+
+// routesHelper joins as a pcor node whose ports chain the processes on
+// loopback: rank r is on networks n<r> and n<r+1>, so rank 0 reaches rank
+// 2 only through rank 1. Once it has a route to every other rank it
+// prints its own table, line by line, and stays a moment.
+func routesHelper() int {
+	rank, _ := strconv.Atoi(os.Getenv("PCOR_RANK"))
+	size, _ := strconv.Atoi(os.Getenv("PCOR_SIZE"))
+	ls := []pcor.Listen{{Addr: "127.0.0.1:0", Network: fmt.Sprintf("n%d", rank)}}
+	if rank+1 < size {
+		ls = append(ls, pcor.Listen{Addr: "127.0.0.1:0", Network: fmt.Sprintf("n%d", rank+1)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	n, err := pcor.FromEnvWith(ctx, pcor.JoinConfig{Listen: ls})
+	if err != nil {
+		fmt.Println(err)
+		return 1
+	}
+	defer n.Close()
+	for {
+		if len(n.Routes().Destinations()) == size-1 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Println("routes never complete")
+			return 1
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	var b bytes.Buffer
+	n.Routes().Format(&b)
+	fmt.Print(b.String())
+	time.Sleep(time.Second)
+	return 0
+}
+
+// pcorrun --routes prints each process's table, and it is the table that
+// process applies.
+func TestRoutesFlag(t *testing.T) {
+	code, out, errs := runHelper(t, "routes", "-n", "3", "--routes")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	t.Logf("output:\n%s", out)
+	for r := 0; r < 3; r++ {
+		printed := section(out, fmt.Sprintf("pcorrun: routes of process %d", r))
+		if printed == nil {
+			t.Fatalf("no table of process %d", r)
+		}
+		var own []string
+		for _, l := range strings.Split(out, "\n") {
+			if p := fmt.Sprintf("[%d] ", r); strings.HasPrefix(l, p) {
+				own = append(own, strings.TrimPrefix(l, p))
+			}
+		}
+		if strings.Join(own, "\n") != strings.Join(printed, "\n") {
+			t.Fatalf("process %d applies\n%s\npcorrun printed\n%s", r, strings.Join(own, "\n"), strings.Join(printed, "\n"))
+		}
+	}
+	// Process 0 reaches 2 through 1.
+	for _, l := range section(out, "pcorrun: routes of process 0") {
+		if f := strings.Fields(l); f[0] == "2" && (f[5] != "1" || f[len(f)-1] != "0>1>2") {
+			t.Fatalf("route from 0 to 2: %q", l)
+		}
+	}
+}
+
+// section returns the lines after the last header line starting with
+// header, up to the next header or a line of another origin.
+func section(out, header string) []string {
+	lines := strings.Split(out, "\n")
+	start := -1
+	for i, l := range lines {
+		if strings.HasPrefix(l, header) {
+			start = i + 1
+		}
+	}
+	if start < 0 {
+		return nil
+	}
+	var sec []string
+	for _, l := range lines[start:] {
+		if l == "" || strings.HasPrefix(l, "pcorrun:") || strings.HasPrefix(l, "[") {
+			break
+		}
+		sec = append(sec, l)
+	}
+	return sec
+}
