@@ -57,8 +57,13 @@ func (e *Engine) isend(r *Request) {
 	}
 	r.peer = p
 	p.tx.enqueue(r)
+	// With enough in flight, acknowledgements clock out what is queued,
+	// many fragments to a system call; otherwise send at once.
+	clocked := p.tx.pipe() >= e.cfg.AckEvery
 	p.mu.Unlock()
-	p.pump()
+	if !clocked {
+		p.pump()
+	}
 }
 
 // pump transmits what the windows allow: due retransmissions first, then

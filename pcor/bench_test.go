@@ -122,3 +122,42 @@ func BenchmarkPingPongSyscalls(b *testing.B) {
 	b.ReportMetric(float64(sa.SendCalls+sc.SendCalls)/float64(b.N), "sendmmsg/op")
 	b.ReportMetric(float64(sa.RecvCalls+sc.RecvCalls)/float64(b.N), "recvmmsg/op")
 }
+
+// BenchmarkRate64 streams 64-byte messages one way with 64 in flight.
+func BenchmarkRate64(b *testing.B) {
+	a, c := udpPair(b, pcor.Blocking)
+	src, dst := a.NewThread(), c.NewThread()
+	ctx := context.Background()
+	msg := a.Alloc(64)
+	done := make(chan error, 1)
+	go func() {
+		buf := c.Alloc(64)
+		for i := 0; i < b.N; i++ {
+			if _, err := dst.RecvInto(ctx, src.Addr(), 1, buf); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	b.ReportAllocs()
+	var window []*pcor.Request
+	for i := 0; i < b.N; i++ {
+		window = append(window, src.Isend(dst.Addr(), 1, msg))
+		if len(window) == 64 {
+			if err := window[0].Wait(ctx); err != nil {
+				b.Fatal(err)
+			}
+			window = window[1:]
+		}
+	}
+	for _, r := range window {
+		r.Wait(ctx)
+	}
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+	type stater interface{ Stats() udp.Stats }
+	sa := a.Endpoints()[0].Port.(stater).Stats()
+	b.ReportMetric(float64(sa.SentDatagrams)/float64(sa.SendCalls), "dgrams/sendcall")
+}
