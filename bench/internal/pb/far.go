@@ -121,14 +121,33 @@ func echoLoop(ctx context.Context, f *far) error {
 
 func sinkLoop(ctx context.Context, f *far) error {
 	t := f.node.Thread(FarThread)
-	buf := f.node.Alloc(f.job.Size)
 	ack := []byte{1}
-	for {
-		m, err := t.RecvInto(ctx, f.near(NearThread), TagData, buf)
-		if err != nil {
+	// Keep a window of receives posted ahead, as osu_bw does, so that
+	// messages land straight in their buffers.
+	depth := max(f.job.Window, 1)
+	if f.job.Size > 0 {
+		depth = min(depth, max(1, (64<<20)/f.job.Size))
+	}
+	ring := make([]*pcor.Request, depth)
+	bufs := make([][]byte, depth)
+	src := f.near(NearThread)
+	for i := range ring {
+		bufs[i] = f.node.Alloc(f.job.Size)
+		ring[i] = t.Irecv(src, TagData, bufs[i])
+	}
+	defer func() {
+		for _, r := range ring {
+			r.Cancel()
+		}
+	}()
+	for i := 0; ; i = (i + 1) % depth {
+		if err := ring[i].Wait(ctx); err != nil {
 			return err
 		}
-		if len(m.Data) > 0 && m.Data[0] == markerByte {
+		m := ring[i].Message()
+		marker := len(m.Data) > 0 && m.Data[0] == markerByte
+		ring[i] = t.Irecv(src, TagData, bufs[i])
+		if marker {
 			if err := t.Send(ctx, m.Src, TagAck, ack); err != nil {
 				return err
 			}
