@@ -22,7 +22,7 @@ type conn struct {
 
 	outstanding int // posted sends not yet completed (Port.sendMu)
 	rung        bool
-	recvPosted  int // posted receives not yet completed (Port.mu)
+	recvPosted  int // posted receives not yet completed (Port.rxMu)
 
 	failOnce sync.Once
 	err      error
@@ -40,8 +40,11 @@ func (p *Port) newConnLocked() (*conn, error) {
 	if p.closed.Load() {
 		return nil, errClosed
 	}
-	if len(p.recv.free) < p.cfg.RecvPerPeer {
-		return nil, fmt.Errorf("rdma: receive buffer pool exhausted (%d free, %d needed per peer): raise Config.RecvBuffers", len(p.recv.free), p.cfg.RecvPerPeer)
+	p.rxMu.Lock()
+	free := len(p.recv.free)
+	p.rxMu.Unlock()
+	if free < p.cfg.RecvPerPeer {
+		return nil, fmt.Errorf("rdma: receive buffer pool exhausted (%d free, %d needed per peer): raise Config.RecvBuffers", free, p.cfg.RecvPerPeer)
 	}
 	qp, err := p.pd.CreateQP(p.sendCQ, p.recvCQ, QPCaps{
 		MaxSendWR: uint32(p.cfg.SendDepth), MaxRecvWR: uint32(p.cfg.RecvPerPeer),
@@ -54,16 +57,11 @@ func (p *Port) newConnLocked() (*conn, error) {
 		return nil, err
 	}
 	c := &conn{p: p, qp: qp, psn: randomPSN()}
-	for i := 0; i < p.cfg.RecvPerPeer; i++ {
-		idx, _ := p.recv.get()
-		p.recvOwner[idx] = c
-		if err := qp.PostRecv(uint64(idx), p.recv.sge(idx, BufSize)); err != nil {
-			p.recv.put(idx)
-			p.recvOwner[idx] = nil
-			break
-		}
-		c.recvPosted++
+	p.rxMu.Lock()
+	for i := 0; i < p.cfg.RecvPerPeer && p.postRecvLocked(c); i++ {
 	}
+	p.rxConns = append(p.rxConns, c)
+	p.rxMu.Unlock()
 	p.byQPN[qp.QPN] = c
 	p.all = append(p.all, c)
 	return c, nil
@@ -138,9 +136,17 @@ func (p *Port) retireDead() {
 	if p.closed.Load() {
 		return
 	}
+	p.rxMu.Lock()
+	defer p.rxMu.Unlock()
 	kept := p.all[:0]
 	for _, c := range p.all {
 		if c.dead.Load() && c.outstanding == 0 && c.recvPosted == 0 && c.tcpClosed() {
+			for i, rc := range p.rxConns {
+				if rc == c {
+					p.rxConns = append(p.rxConns[:i], p.rxConns[i+1:]...)
+					break
+				}
+			}
 			if p.byQPN[c.qp.QPN] == c {
 				delete(p.byQPN, c.qp.QPN)
 			}

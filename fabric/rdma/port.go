@@ -53,22 +53,29 @@ type Port struct {
 	ln     net.Listener
 	local  Endpoint
 
-	mu        sync.Mutex // conns, byQPN, all, dialing, failed, recv pool, recvOwner, RQ posting
-	conns     map[string]*conn
-	byQPN     map[uint32]*conn
-	all       []*conn
-	dialing   map[string]*dialState
-	failed    map[string]time.Time
-	hsConns   map[net.Conn]struct{}
+	mu      sync.Mutex // conns, byQPN, all, dialing, failed, hsConns
+	conns   map[string]*conn
+	byQPN   map[uint32]*conn
+	all     []*conn
+	dialing map[string]*dialState
+	failed  map[string]time.Time
+	hsConns map[net.Conn]struct{}
+
+	rxMu      sync.Mutex // recv CQ, recv pool, recvOwner, ready, lent, rxConns, RQ posting, conn.recvPosted
 	recvOwner []*conn
+	ready     []readyDg
+	readyBuf  []readyDg
+	lent      []int
+	rxConns   []*conn
+	starved   int
+	rxErr     error
+	recvWC    []WC
 
 	sendMu    sync.Mutex // send pool, SQ posting, send CQ
 	sendOwner []*conn
 	sendWC    []WC
 
-	recvMu sync.Mutex // Receive/Poll
-	lent   []int
-	recvWC []WC
+	recvMu sync.Mutex // the consumer: Receive/Poll
 
 	allocMu sync.RWMutex
 	allocs  []*MR
@@ -123,6 +130,8 @@ func Listen(cfg Config) (p *Port, err error) {
 		return nil, err
 	}
 	p.recvOwner = make([]*conn, cfg.RecvBuffers)
+	p.readyBuf = make([]readyDg, 0, cfg.RecvBuffers)
+	p.ready = p.readyBuf
 	p.sendOwner = make([]*conn, cfg.SendBuffers)
 	p.sendWC = make([]WC, 64)
 	p.recvWC = make([]WC, 64)
@@ -285,6 +294,7 @@ func (p *Port) Close() error {
 		p.sendMu.Lock()
 		p.allocMu.Lock()
 		p.mu.Lock()
+		p.rxMu.Lock()
 		for _, c := range p.all {
 			c.dead.Store(true)
 			c.qp.Close()
@@ -310,6 +320,7 @@ func (p *Port) Close() error {
 		if p.ctx != nil {
 			p.ctx.Close()
 		}
+		p.rxMu.Unlock()
 		p.mu.Unlock()
 		p.allocMu.Unlock()
 		p.sendMu.Unlock()

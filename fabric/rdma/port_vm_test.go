@@ -206,9 +206,9 @@ func TestPortPeerKilled(t *testing.T) {
 	}
 	// The dead QP's posted receives come back (flushed) to the pool.
 	for deadline := time.Now().Add(10 * time.Second); ; {
-		p.mu.Lock()
+		p.rxMu.Lock()
 		free := len(p.recv.free)
-		p.mu.Unlock()
+		p.rxMu.Unlock()
 		if free == p.cfg.RecvBuffers {
 			break
 		}
@@ -262,5 +262,53 @@ func TestPortUnreachableEndpoint(t *testing.T) {
 	}
 	if _, err := p.Receive(make([][]byte, 1)); !errors.Is(err, fabric.ErrClosed) {
 		t.Fatalf("Receive after Close: %v", err)
+	}
+}
+
+// TestPortSendWithoutReceiving: the sending goroutine is also the only
+// receiver (as in the dispatcher) and sends far more than one QP's worth of
+// receive buffers before it receives again, to an echo peer that is in the
+// same situation. Receive rings must be topped up while Send waits, or both
+// processes block in Send until the peer is declared lost.
+func TestPortSendWithoutReceiving(t *testing.T) {
+	p := listenOrSkip(t, Config{SendTimeout: 5 * time.Second})
+	peer := startPeer(t, "echo", "RDMA_TEST_TO="+p.LocalEndpoint().String())
+	to, _ := p.ParseEndpoint(peer.ep)
+	const total = 200 // more than RecvPerPeer, less than RecvBuffers
+	body := make([]byte, 16<<10)
+	for seq := 0; seq < total; seq += 8 {
+		batch := make([]fabric.Datagram, 8)
+		for k := range batch {
+			h := make([]byte, 8)
+			binary.LittleEndian.PutUint64(h, uint64(seq+k))
+			b := append([]byte(nil), body...)
+			pattern(b, uint64(seq+k))
+			batch[k] = fabric.Datagram{Head: h, Body: b, To: to}
+		}
+		if _, err := p.Send(batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[uint64]bool{}
+	msgs := make([][]byte, p.BatchSize())
+	deadline := time.Now().Add(60 * time.Second)
+	for len(got) < total && time.Now().Before(deadline) {
+		n, err := p.Poll(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs[:n] {
+			seq, err := checkDatagram(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[seq] = true
+		}
+		if n == 0 {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if st := p.Stats(); len(got) != total || st.Dropped != 0 || st.PeerFailures != 0 {
+		t.Fatalf("%d of %d echoed; stats %+v; last failure %v", len(got), total, st, p.LastFailure())
 	}
 }

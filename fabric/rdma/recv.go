@@ -8,9 +8,23 @@ import (
 	"github.com/pcor-go/pcor/fabric"
 )
 
+// The receive side keeps every QP's receive ring topped up independently
+// of the consumer: whoever reaps a receive completion (Receive, Poll, or a
+// Send waiting for credit) moves the datagram to the ready queue and posts
+// a fresh buffer from the pool in its place. A consumer that is itself
+// blocked sending therefore never starves its peers of receive buffers
+// (two dispatchers each waiting in Send for the other would otherwise
+// deadlock). Buffers return to the pool when the consumer is done with
+// them; only when the whole pool is held by unconsumed datagrams does a
+// peer see receiver-not-ready, which is back-pressure, not loss.
+
+type readyDg struct {
+	idx, n int
+}
+
 // Receive blocks until at least one datagram has arrived and stores up
 // to len(msgs) of them. Each msgs[i] is a slice of a receive buffer, valid
-// until the next Receive or Poll, which posts the buffers again.
+// until the next Receive or Poll.
 func (p *Port) Receive(msgs [][]byte) (int, error) {
 	return p.receive(msgs, true)
 }
@@ -26,12 +40,14 @@ func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
 	if p.closed.Load() {
 		return 0, fabric.ErrClosed
 	}
-	p.repost()
+	p.rxMu.Lock()
+	p.releaseLentLocked()
+	p.rxMu.Unlock()
 	if len(msgs) == 0 {
 		return 0, nil
 	}
 	for {
-		if n := p.reapRecv(msgs); n > 0 || !block {
+		if n := p.deliver(msgs); n > 0 || !block {
 			return n, nil
 		}
 		if err := p.recvCQ.Arm(); err != nil {
@@ -40,7 +56,7 @@ func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
 			}
 			return 0, err
 		}
-		if n := p.reapRecv(msgs); n > 0 {
+		if n := p.deliver(msgs); n > 0 {
 			return n, nil
 		}
 		err := p.recvCQ.Wait(time.Time{})
@@ -53,64 +69,118 @@ func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
 	}
 }
 
-// repost gives the buffers lent by the previous call back to their QPs,
-// or to the pool when the QP is gone.
-func (p *Port) repost() {
-	if len(p.lent) == 0 {
-		return
+// deliver reaps completions and hands out ready datagrams.
+func (p *Port) deliver(msgs [][]byte) int {
+	p.rxMu.Lock()
+	failed := p.pumpRecvLocked()
+	n := 0
+	for n < len(msgs) && len(p.ready) > 0 {
+		r := p.ready[0]
+		p.ready = p.ready[1:]
+		msgs[n] = p.recv.buf(r.idx)[:r.n]
+		p.lent = append(p.lent, r.idx)
+		n++
 	}
-	p.mu.Lock()
+	if len(p.ready) == 0 {
+		p.ready = p.readyBuf[:0]
+	}
+	p.rxMu.Unlock()
+	p.failAll(failed)
+	p.stats.received.Add(uint64(n))
+	return n
+}
+
+// releaseLentLocked returns the buffers handed out by the previous call to
+// the pool and tops up receive rings that ran short. Runs under rxMu.
+func (p *Port) releaseLentLocked() {
 	for _, idx := range p.lent {
-		c := p.recvOwner[idx]
-		if c != nil && !c.dead.Load() && c.qp.PostRecv(uint64(idx), p.recv.sge(idx, BufSize)) == nil {
-			c.recvPosted++
-			continue
-		}
 		p.recvOwner[idx] = nil
 		p.recv.put(idx)
 	}
-	p.mu.Unlock()
 	p.lent = p.lent[:0]
-}
-
-// reapRecv turns receive completions into datagrams.
-func (p *Port) reapRecv(msgs [][]byte) int {
-	got := 0
-	for got < len(msgs) {
-		want := min(len(msgs)-got, len(p.recvWC))
-		n := p.recvCQ.Poll(p.recvWC[:want])
-		if n == 0 {
-			break
-		}
-		p.mu.Lock()
-		for _, wc := range p.recvWC[:n] {
-			if idx := int(wc.WrID); idx >= 0 && idx < len(p.recvOwner) && p.recvOwner[idx] != nil {
-				p.recvOwner[idx].recvPosted--
+	if p.starved == 0 {
+		return
+	}
+	p.starved = 0
+	for _, c := range p.rxConns {
+		for !c.dead.Load() && c.recvPosted < p.cfg.RecvPerPeer {
+			if !p.postRecvLocked(c) {
+				p.starved++
+				break
 			}
-		}
-		p.mu.Unlock()
-		for _, wc := range p.recvWC[:n] {
-			idx := int(wc.WrID)
-			if idx < 0 || idx >= len(p.recvOwner) {
-				continue
-			}
-			if wc.Status != wcSuccess {
-				p.mu.Lock()
-				if c := p.recvOwner[idx]; c != nil && wc.Status != wcFlushErr {
-					p.mu.Unlock()
-					c.fail(&WCError{Status: wc.Status, QPNum: wc.QPNum})
-					p.mu.Lock()
-				}
-				p.recvOwner[idx] = nil
-				p.recv.put(idx)
-				p.mu.Unlock()
-				continue
-			}
-			msgs[got] = p.recv.buf(idx)[:wc.ByteLen]
-			p.lent = append(p.lent, idx)
-			got++
 		}
 	}
-	p.stats.received.Add(uint64(got))
-	return got
+}
+
+// postRecvLocked posts one pool buffer on c; false when the pool is empty
+// or the ring refuses it. Runs under rxMu.
+func (p *Port) postRecvLocked(c *conn) bool {
+	idx, ok := p.recv.get()
+	if !ok {
+		return false
+	}
+	if err := c.qp.PostRecv(uint64(idx), p.recv.sge(idx, BufSize)); err != nil {
+		p.recv.put(idx)
+		return false
+	}
+	p.recvOwner[idx] = c
+	c.recvPosted++
+	return true
+}
+
+// pumpRecvLocked moves receive completions to the ready queue, replacing
+// each consumed buffer on its QP, and returns the conns whose receives
+// failed (to be failed once rxMu is released). Runs under rxMu.
+func (p *Port) pumpRecvLocked() (failed []*conn) {
+	if p.closed.Load() {
+		return nil
+	}
+	for {
+		n := p.recvCQ.Poll(p.recvWC)
+		for _, wc := range p.recvWC[:n] {
+			idx := int(wc.WrID)
+			if idx < 0 || idx >= len(p.recvOwner) || p.recvOwner[idx] == nil {
+				continue
+			}
+			c := p.recvOwner[idx]
+			c.recvPosted--
+			if wc.Status != wcSuccess {
+				p.recvOwner[idx] = nil
+				p.recv.put(idx)
+				if wc.Status != wcFlushErr {
+					failed = append(failed, c)
+					p.rxErr = &WCError{Status: wc.Status, QPNum: wc.QPNum}
+				}
+				continue
+			}
+			p.ready = append(p.ready, readyDg{idx: idx, n: int(wc.ByteLen)})
+			if !c.dead.Load() && !p.postRecvLocked(c) {
+				p.starved++
+			}
+		}
+		if n < len(p.recvWC) {
+			return failed
+		}
+	}
+}
+
+func (p *Port) failAll(cs []*conn) {
+	for _, c := range cs {
+		c.fail(errors.Join(ErrPeerLost, p.rxErrSnapshot()))
+	}
+}
+
+func (p *Port) rxErrSnapshot() error {
+	p.rxMu.Lock()
+	defer p.rxMu.Unlock()
+	return p.rxErr
+}
+
+// pumpRecv is pumpRecvLocked for callers outside the receive path (a Send
+// waiting for credit).
+func (p *Port) pumpRecv() {
+	p.rxMu.Lock()
+	failed := p.pumpRecvLocked()
+	p.rxMu.Unlock()
+	p.failAll(failed)
 }

@@ -157,30 +157,47 @@ func (p *Port) ring(rung *[]*conn) error {
 	return nil
 }
 
-// waitSend blocks until the send CQ signals, at most SendTimeout; on
-// timeout c is declared lost (its QP goes to the error state, which
-// flushes its sends).
+// recvPumpInterval is how often a Send waiting for credit reaps receive
+// completions, keeping this port's receive rings topped up meanwhile.
+const recvPumpInterval = 2 * time.Millisecond
+
+// waitSend blocks until the send CQ signals, at most SendTimeout, pumping
+// the receive side every recvPumpInterval. On timeout c is declared lost
+// (its QP goes to the error state, which flushes its sends).
 func (p *Port) waitSend(c *conn) error {
-	if err := p.sendCQ.Arm(); err != nil {
-		if p.closed.Load() {
+	giveUp := time.Now().Add(p.cfg.SendTimeout)
+	for {
+		p.pumpRecv()
+		if err := p.sendCQ.Arm(); err != nil {
+			if p.closed.Load() {
+				return fabric.ErrClosed
+			}
+			return err
+		}
+		if p.reapSend() > 0 {
+			return nil
+		}
+		now := time.Now()
+		if !now.Before(giveUp) {
+			if c != nil {
+				c.fail(fmt.Errorf("%w: no send completion from %s in %v", ErrPeerLost, c.ep, p.cfg.SendTimeout))
+			}
+			return nil
+		}
+		wake := now.Add(recvPumpInterval)
+		if giveUp.Before(wake) {
+			wake = giveUp
+		}
+		err := p.sendCQ.Wait(wake)
+		switch {
+		case p.closed.Load() || errors.Is(err, os.ErrClosed):
 			return fabric.ErrClosed
+		case err == nil:
+			return nil
+		case !errors.Is(err, ErrTimeout):
+			return err
 		}
-		return err
 	}
-	if p.reapSend() > 0 {
-		return nil
-	}
-	err := p.sendCQ.Wait(time.Now().Add(p.cfg.SendTimeout))
-	switch {
-	case p.closed.Load() || errors.Is(err, os.ErrClosed):
-		return fabric.ErrClosed
-	case errors.Is(err, ErrTimeout):
-		if p.reapSend() == 0 && c != nil {
-			c.fail(fmt.Errorf("%w: no send completion from %s in %v", ErrPeerLost, c.ep, p.cfg.SendTimeout))
-		}
-		return nil
-	}
-	return err
 }
 
 // reapSend processes send completions: it frees their buffers and retires
