@@ -2,9 +2,11 @@ package pcor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -190,7 +192,8 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 func FromEnv(ctx context.Context) (*Node, error) { return FromEnvWith(ctx, JoinConfig{}) }
 
 // FromEnvWith is FromEnv with the fields the environment does not set
-// (Node, OnEvent, HeartbeatTimeout) taken from cfg.
+// (Node, OnEvent, HeartbeatTimeout) taken from cfg, and Listen and Costs
+// too when PCOR_LISTEN is not set.
 func FromEnvWith(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	env, err := directory.FromEnv()
 	if err != nil {
@@ -199,13 +202,13 @@ func FromEnvWith(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	if !env.HasJobKey {
 		return nil, directory.ErrNoJobKey
 	}
-	ls, err := ParseListen(env.Listen)
+	ls, cs, err := ParseListenCosts(env.Listen)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Coord, cfg.JobKey, cfg.Rank, cfg.Size, cfg.Directory = env.Coord, env.JobKey, env.Rank, env.Size, env.Directory
 	if len(ls) > 0 {
-		cfg.Listen = ls
+		cfg.Listen, cfg.Costs = ls, cs
 	}
 	return Join(ctx, cfg)
 }
@@ -220,14 +223,50 @@ func (n *Node) Directory() *directory.Client {
 }
 
 // ParseListen parses PCOR_LISTEN: comma-separated ports, each
-// [fabric/]address[@network], e.g. "10.0.0.1:0@lan,rdma/mlx5_0:1@ib".
-// The fabric defaults to udp.
+// [fabric/]address[@network][;latency=D][;bandwidth=B], e.g.
+// "10.0.0.1:0@lan,rdma/mlx5_0:1@ib". The fabric defaults to udp. The
+// optional latency (a Go duration) and bandwidth (bytes per second) are
+// the link's figures for the route costs; ParseListenCosts returns them.
 func ParseListen(s string) ([]Listen, error) {
+	ls, _, err := ParseListenCosts(s)
+	return ls, err
+}
+
+// ParseListenCosts is ParseListen also returning each port's link cost
+// (zero fields where none is given), for JoinConfig.Costs.
+func ParseListenCosts(s string) ([]Listen, []routing.LinkCost, error) {
 	var ls []Listen
+	var cs []routing.LinkCost
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
 		if part == "" {
 			continue
+		}
+		entry := part
+		part, opts, _ := strings.Cut(part, ";")
+		var c routing.LinkCost
+		if opts != "" {
+			for _, o := range strings.Split(opts, ";") {
+				k, v, _ := strings.Cut(strings.TrimSpace(o), "=")
+				var err error
+				switch k {
+				case "latency":
+					c.Latency, err = time.ParseDuration(v)
+					if err == nil && c.Latency < 0 {
+						err = errors.New("negative")
+					}
+				case "bandwidth":
+					c.Bandwidth, err = strconv.ParseFloat(v, 64)
+					if err == nil && (!(c.Bandwidth >= 0) || math.IsInf(c.Bandwidth, 1)) {
+						err = errors.New("out of range")
+					}
+				default:
+					err = errors.New("unknown option")
+				}
+				if err != nil {
+					return nil, nil, fmt.Errorf("%w: PCOR_LISTEN entry %q: %q: %v", directory.ErrEnv, entry, o, err)
+				}
+			}
 		}
 		l := Listen{Fabric: "udp"}
 		if f, rest, ok := strings.Cut(part, "/"); ok {
@@ -237,12 +276,13 @@ func ParseListen(s string) ([]Listen, error) {
 			part, l.Network = part[:i], part[i+1:]
 		}
 		if l.Fabric == "" || part == "" {
-			return nil, fmt.Errorf("%w: PCOR_LISTEN entry %q", directory.ErrEnv, part)
+			return nil, nil, fmt.Errorf("%w: PCOR_LISTEN entry %q", directory.ErrEnv, entry)
 		}
 		l.Addr = part
 		ls = append(ls, l)
+		cs = append(cs, c)
 	}
-	return ls, nil
+	return ls, cs, nil
 }
 
 // addrToward is the local IP address that routes to the host of hostport

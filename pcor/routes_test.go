@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/dispatch"
+	"github.com/pcor-go/pcor/routing"
 )
 
 // sinkLog records what a router asks of the engine.
@@ -164,5 +166,23 @@ func TestRouterTwoNetworksBySize(t *testing.T) {
 	if len(sp) != 2 || sp[0].Port != 1 || sp[0].Endpoint != "10.1.0.2:1" || sp[0].MinSize != 0 ||
 		sp[1].Port != 0 || sp[1].Endpoint != "10.2.0.2:1" || sp[1].MinSize != 8081 {
 		t.Fatalf("specs %+v", sp)
+	}
+}
+
+func TestParseListenCosts(t *testing.T) {
+	ls, cs, err := ParseListenCosts("10.0.0.1:0@lan;latency=20us;bandwidth=1.25e7, rdma/mlx5_0:1@ib,127.0.0.1:5;bandwidth=1e9")
+	if err != nil || len(ls) != 3 || len(cs) != 3 {
+		t.Fatalf("%+v %+v %v", ls, cs, err)
+	}
+	if ls[0].Addr != "10.0.0.1:0" || ls[0].Network != "lan" || cs[0].Latency != 20*time.Microsecond || cs[0].Bandwidth != 1.25e7 {
+		t.Fatalf("first entry %+v %+v", ls[0], cs[0])
+	}
+	if ls[1].Fabric != "rdma" || cs[1] != (routing.LinkCost{}) || ls[2].Addr != "127.0.0.1:5" || cs[2].Bandwidth != 1e9 {
+		t.Fatalf("entries %+v %+v", ls, cs)
+	}
+	for _, bad := range []string{"1.2.3.4:0;latency=-1s", "1.2.3.4:0;bandwidth=x", "1.2.3.4:0;bandwidth=+Inf", "1.2.3.4:0;colour=red", ";latency=1s"} {
+		if _, _, err := ParseListenCosts(bad); !errors.Is(err, directory.ErrEnv) {
+			t.Errorf("%q: %v", bad, err)
+		}
 	}
 }
