@@ -7,9 +7,11 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/pcor"
 )
 
@@ -102,4 +104,65 @@ func section(out, header string) []string {
 		sec = append(sec, l)
 	}
 	return sec
+}
+
+// pcorrun --directory-only --routes prints the tables when a member joins
+// and again on SIGUSR1, for an application it did not start.
+func TestRoutesOnSignal(t *testing.T) {
+	cmd, sc := startPcorrun(t, "", "--directory-only", "--routes", "--jobkey", "abc")
+	env := map[string]string{}
+	for len(env) < 2 && sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), "=")
+		env[k] = v
+	}
+	lines := make(chan string, 64)
+	go func() {
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	expect := func(want string) {
+		t.Helper()
+		timeout := time.After(5 * time.Second)
+		for {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatalf("output ended before %q", want)
+				}
+				if strings.HasPrefix(strings.Join(strings.Fields(l), " "), want) {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no line %q", want)
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	port := func(addr string) []directory.PortInfo {
+		return []directory.PortInfo{{Fabric: "udp", Network: "lan", Addr: addr}}
+	}
+	c0, err := directory.Join(ctx, env["PCOR_COORD"], directory.JoinRequest{JobKey: 0xabc, Proc: 0, Host: "h0", Ports: port("10.0.0.1:1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c0.Close()
+	expect("pcorrun: routes of process 0 on h0:")
+	c1, err := directory.Join(ctx, env["PCOR_COORD"], directory.JoinRequest{JobKey: 0xabc, Proc: 1, Host: "h1", Ports: port("10.0.0.2:1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c1.Close()
+	expect("pcorrun: routes of process 0 on h0:")
+	expect("1 0- 0 udp lan 1 10.0.0.2:1 1")
+	cmd.Process.Signal(syscall.SIGUSR1)
+	expect("pcorrun: routes of process 0 on h0:")
+	expect("pcorrun: routes of process 1 on h1:")
+	expect("0 0- 0 udp lan 0 10.0.0.1:1 1")
+	cmd.Process.Signal(syscall.SIGTERM)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("pcorrun: %v", err)
+	}
 }
