@@ -110,6 +110,10 @@ func sinkPeer() int {
 			return 1
 		}
 		if m.Tag == 0 {
+			if os.Getenv("PCOR_TEST_VERBOSE") != "" {
+				st := n.Stats()[0]
+				fmt.Fprintf(os.Stderr, "sink: %d fragments, %d duplicates, drops %v\n", st.FragsRecv, st.Duplicates, st.Drops)
+			}
 			return 0
 		}
 		if want := randomBytes(len(m.Data), uint64(m.Tag)); string(want) != string(m.Data) {
