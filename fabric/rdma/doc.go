@@ -17,9 +17,19 @@
 // as a liveness signal: when it breaks, the queue pair is retired and
 // datagrams to it are dropped and counted.
 //
+// Receive buffers come from a registered pool of 64 KiB buffers; each
+// peer QP keeps Config.RecvPerPeer of them posted, and a consumed buffer is
+// replaced at once from the pool (also while the consumer is blocked in
+// Send), so that two processes sending to each other never wait on each
+// other's receive rings. Send copies Head and Body into one registered
+// send buffer, or gathers a Body that lies in memory from Port.Alloc as a
+// second scatter/gather element without copying it.
+//
 // The package is layered in small files: abi*.go (uapi constants and
 // struct layouts), cmd.go (command transport), sysfs.go (device discovery),
-// context.go, pd.go, mr.go, cq.go, qp.go, ring.go (verbs objects),
-// pool.go, handshake.go, conn.go and port.go (the fabric.Port), and
-// baseline.go (raw SEND/RECV latency and RDMA WRITE bandwidth).
+// context.go, gid.go, pd.go, mr.go, ring.go, cq.go, qp.go (verbs
+// objects), config.go, pool.go, handshake.go, dial.go, conn.go, port.go,
+// send.go and recv.go (the fabric.Port), and baseline.go (raw SEND/RECV
+// latency and RDMA WRITE bandwidth, the analogues of perftest's
+// ib_send_lat and ib_write_bw).
 package rdma
