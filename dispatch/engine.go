@@ -151,6 +151,19 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 		}
 		rs = append(rs, &route{port: pt, ep: fep, maxDg: maxDg, minSize: sp.MinSize})
 	}
+	if p := e.peer(proc); p != nil {
+		// Keep the route objects that did not change, so that messages
+		// under way on them are not disturbed.
+		if old := p.routes.Load(); old != nil {
+			for i, r := range rs {
+				for _, o := range *old {
+					if o.port == r.port && o.ep.String() == r.ep.String() && o.maxDg == r.maxDg && o.minSize == r.minSize {
+						rs[i] = o
+					}
+				}
+			}
+		}
+	}
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].minSize < rs[j].minSize })
 	rs[0].minSize = 0
 	e.peersMu.Lock()

@@ -96,6 +96,11 @@ func TestRouteBySize(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.SetPeer(0, 0, "a1")
+	before := *a.peer(1).routes.Load()
+	a.SetRoutes(1, []RouteSpec{{Port: 0, Endpoint: "b1"}, {Port: 1, Endpoint: "b2", MinSize: 4096}})
+	if after := *a.peer(1).routes.Load(); after[0] != before[0] || after[1] != before[1] {
+		t.Fatal("setting the same routes again replaced them")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, n := range []int{10, 100000} {

@@ -31,6 +31,21 @@ func (s routeSet) pick(size int64) *route {
 	return s[i]
 }
 
+// repick chooses a new route for a message under way whose fragments are
+// need bytes: the one for its size if it carries them, else any that does.
+func (s routeSet) repick(size int64, need int) *route {
+	rt := s.pick(size)
+	if rt.maxDg >= need {
+		return rt
+	}
+	for _, r := range s {
+		if r.maxDg >= need {
+			return r
+		}
+	}
+	return rt
+}
+
 // has reports whether rt is still one of the routes.
 func (s routeSet) has(rt *route) bool {
 	for _, r := range s {

@@ -139,7 +139,7 @@ func (p *peer) fill(b *batch, rs routeSet, now int64) {
 			t.nNeed--
 			rt := en.req.rt
 			if !rs.has(rt) {
-				rt = rs.pick(int64(len(en.req.data)))
+				rt = rs.repick(int64(len(en.req.data)), int(en.req.fragSize)+wire.HeaderSize)
 				en.req.rt = rt
 			}
 			if en.sentAt != 0 {
