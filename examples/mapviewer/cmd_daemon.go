@@ -2,23 +2,21 @@ package main
 
 import (
 	"context"
+	"flag"
 	"os"
-	"os/exec"
 
 	"github.com/pcor-go/pcor/examples/mapviewer/cluster"
 )
 
+// daemonMain runs only a daemon: a process of an application whose
+// viewer and other daemons were started otherwise (pcorrun
+// --directory-only prints the variables to start it with).
 func daemonMain(ctx context.Context, args []string) error {
-	return cluster.DaemonMain(ctx, args, os.Stdin, os.Stdout, os.Stderr)
-}
-
-// selfCommand runs this program's daemon command.
-func selfCommand(args []string) *exec.Cmd {
-	exe, err := os.Executable()
-	if err != nil {
-		exe = os.Args[0]
+	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	dir := fs.String("dir", "mapdata", "tile set directory")
+	workers := fs.Int("workers", 0, "decodes at once (default GOMAXPROCS)")
+	if err := fs.Parse(args); err != nil {
+		return errUsage
 	}
-	cmd := exec.Command(exe, append([]string{"daemon"}, args...)...)
-	cmd.Stderr = os.Stderr
-	return cmd
+	return cluster.DaemonMain(ctx, *dir, *workers, os.Stderr)
 }

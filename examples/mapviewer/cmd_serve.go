@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
-	"github.com/pcor-go/pcor/examples/mapviewer/cluster"
 	"github.com/pcor-go/pcor/examples/mapviewer/loader"
 	"github.com/pcor-go/pcor/examples/mapviewer/tiles"
 	"github.com/pcor-go/pcor/examples/mapviewer/web"
@@ -20,10 +20,21 @@ func serveMain(ctx context.Context, args []string) error {
 	dir := fs.String("dir", "mapdata", "tile set directory")
 	addr := fs.String("addr", "127.0.0.1:8080", "HTTP address (loopback)")
 	winS := fs.String("window", "600x600", "window size")
-	daemons := fs.Int("daemons", 0, "load through this many daemon processes over pcor (0: local threads)")
+	daemons := fs.Int("daemons", 0, "load through this many daemon processes started by pcorrun (0: local threads; ignored under pcorrun)")
 	cacheMB := fs.Int64("cache-mb", 256, "fragment cache size in MiB")
+	smoke := fs.Bool("smoke", false, "render the 300-tile view and a cached pan through HTTP, print the times and exit")
+	reps := fs.Int("reps", 3, "repetitions per measurement (--smoke; the median is shown)")
+	pcorrun := fs.String("pcorrun", "", "pcorrun binary (default: built with go build, else from $PATH)")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
+	}
+	m, done, err := joinApp(ctx, *dir)
+	if done {
+		return err
+	}
+	defer m.close()
+	if m == nil && *daemons > 0 {
+		return underPcorrun(ctx, *pcorrun, *daemons, "serve", args, os.Stdout)
 	}
 	set, err := tiles.Open(*dir)
 	if err != nil {
@@ -33,15 +44,9 @@ func serveMain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var l loader.Loader = loader.NewLocal(set, 0)
-	kind := "local threads"
-	if *daemons > 0 {
-		c, err := cluster.Start(ctx, set, selfCommand, cluster.Options{Daemons: *daemons})
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		l, kind = c.Loader, fmt.Sprintf("%d daemons over pcor", len(c.Daemons))
+	l, kind, err := m.loader(ctx, set)
+	if err != nil {
+		return err
 	}
 	srv := &web.Server{Set: set, Loader: loader.NewCache(l, *cacheMB<<20), Window: win, Kind: kind}
 	ln, err := net.Listen("tcp", *addr)
@@ -49,15 +54,28 @@ func serveMain(ctx context.Context, args []string) error {
 		return err
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Printf("map viewer on http://%s/ (%s)\n", ln.Addr(), kind)
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	defer func() {
+		sctx, stop := context.WithTimeout(context.Background(), 5*time.Second)
+		defer stop()
 		hs.Shutdown(sctx)
 	}()
-	if err := hs.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-		return err
+	url := fmt.Sprintf("http://%s/", ln.Addr())
+	if *smoke {
+		return smokeRun(ctx, url, set, win, l, max(1, *reps), kind)
+	}
+	fmt.Printf("map viewer on %s (%s); open it in a browser, Ctrl-C stops\n", url, kind)
+	select {
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	case <-ctx.Done():
+	case <-m.lost():
+		return errors.New("lost the application's directory (pcorrun gone)")
 	}
 	return nil
 }

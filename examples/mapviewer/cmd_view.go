@@ -2,18 +2,18 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"image"
 	"image/png"
+	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/pcor-go/pcor/examples/mapviewer/cluster"
 	"github.com/pcor-go/pcor/examples/mapviewer/loader"
 	"github.com/pcor-go/pcor/examples/mapviewer/tiles"
 	"github.com/pcor-go/pcor/examples/mapviewer/view"
@@ -52,12 +52,21 @@ func viewMain(ctx context.Context, args []string) error {
 	paper := fs.Int("paper", 0, "render the paper's region 1..7 (1:1, 1:2, 1:4, 1:5, 1:8, 1:10, 1:16)")
 	winS := fs.String("window", "600x600", "window size")
 	out := fs.String("out", "view.png", "PNG to write")
-	daemons := fs.Int("daemons", 0, "load through this many daemon processes over pcor (0: local threads)")
-	times := fs.Bool("paper-times", false, "time the seven paper regions with the local loader and 1..4 daemons")
+	daemons := fs.Int("daemons", 0, "load through this many daemon processes started by pcorrun (0: local threads; ignored under pcorrun)")
+	times := fs.Bool("paper-times", false, "time the seven paper regions with the local loader and 1..max-daemons daemons under pcorrun")
 	reps := fs.Int("reps", 3, "repetitions per measurement (--paper-times; the median is shown)")
 	maxD := fs.Int("max-daemons", 4, "largest daemon count for --paper-times")
+	pcorrun := fs.String("pcorrun", "", "pcorrun binary (default: built with go build, else from $PATH)")
 	if err := fs.Parse(args); err != nil {
 		return errUsage
+	}
+	m, done, err := joinApp(ctx, *dir)
+	if done {
+		return err
+	}
+	defer m.close()
+	if m == nil && *daemons > 0 {
+		return underPcorrun(ctx, *pcorrun, *daemons, "view", args, os.Stdout)
 	}
 	set, err := tiles.Open(*dir)
 	if err != nil {
@@ -68,7 +77,10 @@ func viewMain(ctx context.Context, args []string) error {
 		return err
 	}
 	if *times {
-		return paperTimes(ctx, set, win, max(1, *reps), *maxD)
+		if m != nil {
+			return clusterTimes(ctx, m, set, win, max(1, *reps))
+		}
+		return paperTimes(ctx, set, win, max(1, *reps), *maxD, *pcorrun)
 	}
 	r := view.Region{W: set.MapW(), H: set.MapH()}
 	switch {
@@ -87,15 +99,9 @@ func viewMain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	var l loader.Loader = loader.NewLocal(set, 0)
-	kind := "local threads"
-	if *daemons > 0 {
-		c, err := cluster.Start(ctx, set, selfCommand, cluster.Options{Daemons: *daemons})
-		if err != nil {
-			return err
-		}
-		defer c.Close()
-		l, kind = c.Loader, fmt.Sprintf("%d daemons", len(c.Daemons))
+	l, kind, err := m.loader(ctx, set)
+	if err != nil {
+		return err
 	}
 	res, rerr := view.Render(ctx, l, p)
 	if res == nil {
@@ -106,6 +112,20 @@ func viewMain(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("%s: region %v at 1:%d, %d tiles, %dx%d, %s, %v\n", *out, p.Region, p.Scale, len(p.Tiles), p.Size.X, p.Size.Y, kind, res.Elapsed.Round(time.Microsecond))
 	return rerr
+}
+
+// underPcorrun runs this program's command cmd with args as the
+// processes of an application of daemons daemons and a viewer.
+func underPcorrun(ctx context.Context, pcorrunBin string, daemons int, cmd string, args []string, stdout io.Writer) error {
+	self, err := selfPath()
+	if err != nil {
+		return err
+	}
+	bin, err := findPcorrun(ctx, pcorrunBin, filepath.Join(cacheDir(), "bin"))
+	if err != nil {
+		return err
+	}
+	return runPcorrun(ctx, bin, daemons+1, nil, append([]string{self, cmd}, args...), stdout, os.Stderr)
 }
 
 func writePNG(path string, img image.Image) error {
@@ -135,70 +155,3 @@ func timeView(ctx context.Context, l loader.Loader, p view.Plan, reps int) (time
 	slices.Sort(ds)
 	return ds[len(ds)/2], pix, nil
 }
-
-// paperTimes is the analogue of the paper's Figure 5.
-func paperTimes(ctx context.Context, set tiles.Set, win view.Window, reps, maxDaemons int) error {
-	prs := view.PaperRegions(set, win)
-	plans := make([]view.Plan, len(prs))
-	for i, pr := range prs {
-		var err error
-		if plans[i], err = view.Fit(set, pr.Region, win); err != nil {
-			return err
-		}
-	}
-	local := loader.NewLocal(set, 0)
-	lt := make([]time.Duration, len(plans))
-	lpix := make([][]byte, len(plans))
-	for i, p := range plans {
-		var err error
-		if lt[i], lpix[i], err = timeView(ctx, local, p, reps); err != nil {
-			return err
-		}
-	}
-	ct := make([][]time.Duration, maxDaemons)
-	tmp, err := os.MkdirTemp("", "mapviewer-paper-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	for k := 1; k <= maxDaemons; k++ {
-		ks, err := tiles.Relayout(set, fmt.Sprintf("%s/%d", tmp, k), k, 1)
-		if err != nil {
-			return err
-		}
-		c, err := cluster.Start(ctx, ks, selfCommand, cluster.Options{})
-		if err != nil {
-			return err
-		}
-		for i, p := range plans {
-			p.Set = ks
-			d, pix, err := timeView(ctx, c.Loader, p, reps)
-			if err != nil {
-				c.Close()
-				return err
-			}
-			if string(pix) != string(lpix[i]) {
-				c.Close()
-				return errors.New("cluster view differs from the local view for " + prs[i].Name)
-			}
-			ct[k-1] = append(ct[k-1], d)
-		}
-		c.Close()
-	}
-	fmt.Printf("paper regions in a %dx%d window, median of %d, time in ms (ratio to local); cluster pixels equal local\n", win.W, win.H, reps)
-	fmt.Printf("%-6s %6s %10s", "region", "tiles", "local")
-	for k := 1; k <= maxDaemons; k++ {
-		fmt.Printf(" %16s", fmt.Sprintf("%d daemon(s)", k))
-	}
-	fmt.Println()
-	for i, p := range plans {
-		fmt.Printf("%-6s %6d %10.1f", prs[i].Name, len(p.Tiles), ms(lt[i]))
-		for k := range maxDaemons {
-			fmt.Printf(" %9.1f (%.2fx)", ms(ct[k][i]), float64(ct[k][i])/float64(lt[i]))
-		}
-		fmt.Println()
-	}
-	return nil
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

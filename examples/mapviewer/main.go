@@ -3,11 +3,16 @@
 // and scaled either by local threads or by daemons on cluster nodes over
 // pcor. The viewer is the same in both cases; only the loader changes.
 //
+// With daemons, the viewer and the daemons are the processes of one pcor
+// application started by pcorrun and joined through its directory: rank 0
+// is the viewer, ranks 1..n the daemons, whatever the command.
+//
+//	go run ./examples/mapviewer demo [--smoke]
 //	go run ./examples/mapviewer gen   --dir /tmp/map [--nodes 4 --replicas 2] [--source earth.jpg]
 //	go run ./examples/mapviewer view  --dir /tmp/map --paper 7 --out view.png [--daemons 2]
 //	go run ./examples/mapviewer view  --dir /tmp/map --paper-times
 //	go run ./examples/mapviewer serve --dir /tmp/map --addr 127.0.0.1:8080 [--daemons 2]
-//	go run ./examples/mapviewer daemon --set /tmp/map --own 0,2 --proc 1 --job 1f --viewer 0=127.0.0.1:4000
+//	pcorrun -n 5 mapviewer serve --dir /tmp/map     (what serve --daemons 4 runs)
 package main
 
 import (
@@ -16,15 +21,19 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"syscall"
 )
 
 const usage = `usage: mapviewer <command> [flags]
 
 commands:
+  demo    generate a map if needed, start 4 daemons and the HTTP viewer through pcorrun
+          (--smoke: render one view through the cluster, print the times, exit)
   gen     write a tile set (15x20 tiles of 640x480 JPEG by default)
   view    render a region (or one of the paper's seven) to a PNG; --paper-times times them all
   serve   HTTP viewer on localhost
-  daemon  serve tiles of node directories to a viewer over pcor (started by view/serve --daemons)
+  daemon  only a daemon of an application started otherwise (under pcorrun every
+          rank but 0 of view and serve is a daemon)
 
 run "mapviewer <command> -h" for its flags
 `
@@ -34,11 +43,13 @@ func main() {
 		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
 	args := os.Args[2:]
 	switch os.Args[1] {
+	case "demo":
+		err = demoMain(ctx, args)
 	case "gen":
 		err = genMain(ctx, args)
 	case "view":

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
+	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,7 +25,10 @@ const daemonEnv = "MAPVIEWER_TEST_DAEMON"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(daemonEnv) == "1" {
-		if err := DaemonMain(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := DaemonMain(ctx, os.Getenv(daemonEnv+"_DIR"), 0, os.Stderr)
+		stop()
+		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -34,13 +39,6 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(halfDir)
 	}
 	os.Exit(code)
-}
-
-func testCommand(args []string) *exec.Cmd {
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), daemonEnv+"=1")
-	cmd.Stderr = os.Stderr
-	return cmd
 }
 
 // halfPaper is the paper's map at half the size: 15x20 tiles of 320x240,
@@ -78,52 +76,6 @@ func copySet(t *testing.T, s tiles.Set, nodes, replicas int) tiles.Set {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// inProcess runs daemons as goroutines on their own nodes of this process.
-func inProcess(t *testing.T, set tiles.Set, daemons int) *Loader {
-	t.Helper()
-	const job = 0x5eed
-	viewer, err := pcor.NewNode(pcor.Config{Proc: ViewerProc, JobKey: job})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	owner := make([]pcor.ProcID, set.Nodes)
-	for i := range daemons {
-		n, err := pcor.NewNode(pcor.Config{Proc: pcor.ProcID(i + 1), JobKey: job,
-			Peers: []pcor.Peer{{Proc: ViewerProc, Addr: viewer.Endpoints()[0].Addr}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := viewer.AddPeer(pcor.Peer{Proc: n.Proc(), Addr: n.Endpoints()[0].Addr}); err != nil {
-			t.Fatal(err)
-		}
-		d := &Daemon{Node: n, Set: set}
-		for k := i; k < set.Nodes; k += daemons {
-			d.Owned = append(d.Owned, k)
-			owner[k] = n.Proc()
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := d.Serve(ctx); err != nil {
-				t.Errorf("daemon %d: %v", n.Proc(), err)
-			}
-			n.Close()
-		}()
-	}
-	l, err := NewLoader(viewer, set, owner, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cancel()
-		wg.Wait()
-		viewer.Close()
-	})
-	return l
 }
 
 func renderRegion(t *testing.T, l loader.Loader, set tiles.Set, i int) []byte {
@@ -194,12 +146,8 @@ func TestInProcessTileErrors(t *testing.T) {
 
 func TestProcessesEqualLocal(t *testing.T) {
 	set := halfPaperSet(t)
-	c, err := Start(context.Background(), set, testCommand, Options{Daemons: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	compareRegions(t, "2 daemon processes", c.Loader, set, []int{0, 1, 2, 3, 4, 5, 6})
+	l, _ := processes(t, set, 2)
+	compareRegions(t, "2 daemon processes", l, set, []int{0, 1, 2, 3, 4, 5, 6})
 }
 
 // killAfter kills a daemon when the loader has delivered n fragments.
@@ -218,17 +166,13 @@ func (k *killAfter) Load(ctx context.Context, id tiles.ID, scale int) (loader.Fr
 	return f, err
 }
 
-func killMidView(t *testing.T, replicas int) (*view.Result, error, tiles.Set, *Proc) {
+func killMidView(t *testing.T, replicas int) (*view.Result, error, tiles.Set, *daemonProc) {
 	set := copySet(t, halfPaperSet(t), 3, replicas)
-	c, err := Start(context.Background(), set, testCommand, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	victim := c.Daemons[1]
-	kl := &killAfter{inner: c.Loader, n: 20, kill: func() {
-		victim.Cmd.Process.Kill()
-		<-victim.Done()
+	l, ps := processes(t, set, 3)
+	victim := ps[1]
+	kl := &killAfter{inner: l, n: 20, kill: func() {
+		victim.cmd.Process.Kill()
+		<-victim.done
 	}}
 	p, err := view.Fit(set, view.Region{W: set.MapW(), H: set.MapH()}, halfWindow)
 	if err != nil {
@@ -260,7 +204,7 @@ func TestDaemonKilledMidViewFails(t *testing.T) {
 		if !strings.Contains(err.Error(), tr.ID.Name()) {
 			t.Errorf("error does not name %s", tr.ID.Name())
 		}
-		if !containsInt(victim.Owned, set.Holders(tr.ID)[0]) {
+		if !containsInt(Owned(set, pcor.ProcID(victim.rank), 3), set.Holders(tr.ID)[0]) {
 			t.Errorf("%s failed but is not on the killed daemon", tr.ID.Name())
 		}
 	}
@@ -276,7 +220,7 @@ func TestDaemonKilledMidViewReplica(t *testing.T) {
 		t.Fatalf("replicas did not serve the killed daemon's tiles: %v", err)
 	}
 	for _, tr := range res.Tiles {
-		if tr.Source == fmt.Sprintf("daemon %d", victim.ID) {
+		if tr.Source == fmt.Sprintf("daemon %d", victim.rank) {
 			continue // served before the kill
 		}
 		if !strings.HasPrefix(tr.Source, "daemon ") {
@@ -294,14 +238,42 @@ func containsInt(s []int, v int) bool {
 	return false
 }
 
-func TestStartBadDaemon(t *testing.T) {
+// A daemon that cannot serve (here: its tile set is missing) leaves at
+// once: the viewer's wait for the daemons fails naming it or, if the
+// daemons had all joined before one left, its tiles fail at once, instead
+// of anything running into JoinTimeout or DefaultTimeout.
+func TestBadDaemonFailsFast(t *testing.T) {
 	set := halfPaperSet(t)
-	bad := func(args []string) *exec.Cmd { return testCommand(append(args, "--own", "99")) }
-	start := time.Now()
-	if _, err := Start(context.Background(), set, bad, Options{}); err == nil {
-		t.Fatal("daemon with a bad node directory started")
+	a := newApp(t, 3)
+	bad := a.startDaemons(t, filepath.Join(t.TempDir(), "missing"))
+	ctx, cancel := context.WithTimeout(context.Background(), JoinTimeout)
+	defer cancel()
+	v, err := a.join(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if time.Since(start) > StartTimeout {
-		t.Errorf("failure took %v", time.Since(start))
+	defer v.Close()
+	start := time.Now()
+	l, err := v.Viewer(ctx, set, 0)
+	if err != nil {
+		if !errors.Is(err, ErrMembership) || !strings.Contains(err.Error(), "left before") {
+			t.Fatalf("viewer with failing daemons: %v", err)
+		}
+	} else {
+		for _, p := range bad {
+			<-p.done
+		}
+		if _, err := l.Load(ctx, tiles.ID{Col: 1, Row: 1}, 4); !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("load with every daemon gone: %v", err)
+		}
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("failure took %v", d)
+	}
+	for _, p := range bad {
+		<-p.done
+		if p.err == nil {
+			t.Errorf("daemon %d without a tile set exited 0", p.rank)
+		}
 	}
 }

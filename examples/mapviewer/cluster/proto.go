@@ -2,8 +2,10 @@
 // per node (the paper's imgDaemon) owns node directories of a tile set
 // and answers (tile, scale) requests with the scaled bitmap as raw RGBA
 // bytes; the cluster loader (imgCLoader) asks for every tile of a view
-// from its own pcor thread, all threads waiting at once; Start launches
-// daemon processes and wires them to the viewer's node.
+// from its own pcor thread, all threads waiting at once. The viewer and
+// the daemons are the processes of one pcor application, started by
+// pcorrun and joined through the directory (Process): rank 0 is the
+// viewer, ranks 1..n the daemons, and a daemon that leaves is marked down.
 package cluster
 
 import (
