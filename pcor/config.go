@@ -7,6 +7,7 @@ import (
 
 	"github.com/pcor-go/pcor/dispatch"
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/fabric/rdma"
 	"github.com/pcor-go/pcor/fabric/udp"
 )
 
@@ -35,6 +36,12 @@ type Listen struct {
 	// Port, if set, is an opened port used as is (Fabric and Addr are
 	// then taken from it).
 	Port fabric.Port
+	// Optional lets the node start without this port when its fabric is
+	// not available here (for example rdma without an RDMA device): the
+	// node then uses its other ports. A required port that cannot open
+	// fails NewNode with the fabric's error (errors.Is(err,
+	// rdma.ErrNoDevice)).
+	Optional bool
 }
 
 // Peer tells a node how to reach another process directly.
@@ -76,7 +83,8 @@ type Opener func(addr string) (fabric.Port, error)
 var (
 	openersMu sync.Mutex
 	openers   = map[string]Opener{
-		"udp": func(addr string) (fabric.Port, error) { return udp.Listen(addr, udp.Config{}) },
+		"udp":  func(addr string) (fabric.Port, error) { return udp.Listen(addr, udp.Config{}) },
+		"rdma": rdma.ListenAddr,
 	}
 )
 

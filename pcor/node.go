@@ -1,6 +1,7 @@
 package pcor
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -42,9 +43,12 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	for _, l := range ls {
 		p, err := openPort(l)
+		if err != nil && l.Optional {
+			continue
+		}
 		if err != nil {
 			eng.Close()
-			return nil, err
+			return nil, fmt.Errorf("pcor: %s port: %w", l.Fabric, err)
 		}
 		if _, err := eng.AddPort(p, l.Mode); err != nil {
 			p.Close()
@@ -58,6 +62,10 @@ func NewNode(cfg Config) (*Node, error) {
 			l.Network = "default"
 		}
 		n.listens = append(n.listens, l)
+	}
+	if len(n.listens) == 0 {
+		eng.Close()
+		return nil, errors.New("pcor: none of the node's ports could be opened")
 	}
 	for _, p := range cfg.Peers {
 		if err := n.AddPeer(p); err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pcor-go/pcor/fabric/rdma"
 	"github.com/pcor-go/pcor/pcor"
 )
 
@@ -181,4 +182,25 @@ func TestDeadProcessUnreachable(t *testing.T) {
 		t.Fatalf("took %v with a 1 s timeout", d)
 	}
 	t.Logf("%v after %v", err, time.Since(start).Round(time.Millisecond))
+}
+
+// Without an RDMA device a node that needs RDMA fails with ErrNoDevice,
+// and one that only prefers it falls back to its other ports.
+func TestRDMAFallback(t *testing.T) {
+	if _, err := os.Stat("/sys/class/infiniband_verbs"); err == nil {
+		t.Skip("this host has RDMA devices")
+	}
+	_, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, Listen: []pcor.Listen{{Fabric: "rdma"}}})
+	if !errors.Is(err, rdma.ErrNoDevice) {
+		t.Fatalf("required rdma port: %v", err)
+	}
+	n, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey,
+		Listen: []pcor.Listen{{Fabric: "rdma", Optional: true}, {Fabric: "udp", Addr: "127.0.0.1:0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if eps := n.Endpoints(); len(eps) != 1 || eps[0].Fabric != "udp" {
+		t.Fatalf("ports: %+v", eps)
+	}
 }
