@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/examples/mapviewer/tiles"
+)
+
+// The tests run the real programs: mapviewer and pcorrun built once with
+// go build (without the race detector, whatever the tests run under).
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+	smallSet  tiles.Set
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// programs returns the built mapviewer and pcorrun and a small tile set:
+// the paper's grid of 320x240 tiles on 4 node directories, 2 replicas.
+func programs(t *testing.T) (mapviewer, pcorrun string, set tiles.Set) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the programs and runs processes")
+	}
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "mapviewer-test-"); buildErr != nil {
+			return
+		}
+		for _, pkg := range []string{"github.com/pcor-go/pcor/examples/mapviewer", pcorrunPkg} {
+			out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, filepath.Base(pkg)), pkg).CombinedOutput()
+			if err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
+				return
+			}
+		}
+		o := tiles.DefaultGenOptions(filepath.Join(binDir, "set"))
+		o.TileW, o.TileH, o.Nodes, o.Replicas = 320, 240, 4, 2
+		smallSet, buildErr = tiles.Generate(context.Background(), o)
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return filepath.Join(binDir, "mapviewer"), filepath.Join(binDir, "pcorrun"), smallSet
+}
+
+// run runs mapviewer with args and returns its output and error.
+func run(t *testing.T, timeout time.Duration, args ...string) (string, error) {
+	t.Helper()
+	mv, pr, _ := programs(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mv, args...)
+	cmd.Env = append(os.Environ(), "PCORRUN="+pr, "XDG_CACHE_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("mapviewer %s still running after %v:\n%s", strings.Join(args, " "), timeout, out)
+	}
+	noStrays(t)
+	return string(out), err
+}
+
+// pids lists the running processes of a binary.
+func pids(bin string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil {
+			continue
+		}
+		if exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe")); err == nil && exe == bin {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// noStrays fails if a process of the built programs still runs (zombies
+// aside, which /proc shows without an exe link).
+func noStrays(t *testing.T) {
+	t.Helper()
+	mv, pr, _ := programs(t)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := append(pids(mv), pids(pr)...)
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			for _, p := range left {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+			t.Fatalf("processes %v still running", left)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func TestDemoSmoke(t *testing.T) {
+	_, _, set := programs(t)
+	out, err := run(t, 2*time.Minute, "demo", "--smoke", "--dir", set.Dir, "--window", "300x300", "--reps", "1")
+	if err != nil {
+		t.Fatalf("demo --smoke: %v\n%s", err, out)
+	}
+	for _, want := range []string{
+		"starting 4 daemons",
+		"smoke: 300-tile view",
+		"4 daemons over pcor",
+		"same pixels",
+		"tiles from daemon 1=",
+		"smoke: cached pan",
+		"smoke: ok",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	t.Logf("\n%s", out)
+}
+
+// The paper-times table through pcorrun: the command itself compares
+// every cluster view with the local one, pixel for pixel.
+func TestPaperTimesUnderPcorrun(t *testing.T) {
+	_, _, set := programs(t)
+	out, err := run(t, 2*time.Minute, "view", "--paper-times", "--dir", set.Dir, "--window", "300x300", "--reps", "1", "--max-daemons", "2")
+	if err != nil {
+		t.Fatalf("view --paper-times: %v\n%s", err, out)
+	}
+	rows := regexp.MustCompile(`(?m)^1:\d+ +\d+ +[0-9.]+ +[0-9.]+ \([0-9.]+x\) +[0-9.]+ \([0-9.]+x\)$`).FindAllString(out, -1)
+	if len(rows) != 7 || !strings.Contains(out, "cluster pixels equal local") {
+		t.Fatalf("want 7 rows of local and 1..2 daemons:\n%s", out)
+	}
+}
+
+// view --daemons runs itself under pcorrun; its PNG must equal the local
+// loader's byte for byte.
+func TestViewDaemonsEqualsLocal(t *testing.T) {
+	_, _, set := programs(t)
+	dir := t.TempDir()
+	local, cl := filepath.Join(dir, "local.png"), filepath.Join(dir, "cluster.png")
+	if out, err := run(t, time.Minute, "view", "--dir", set.Dir, "--paper", "4", "--window", "300x300", "--out", local); err != nil {
+		t.Fatalf("local view: %v\n%s", err, out)
+	}
+	out, err := run(t, time.Minute, "view", "--daemons", "3", "--dir", set.Dir, "--paper", "4", "--window", "300x300", "--out", cl)
+	if err != nil || !strings.Contains(out, "3 daemons over pcor") {
+		t.Fatalf("view --daemons 3: %v\n%s", err, out)
+	}
+	a, err1 := os.ReadFile(local)
+	b, err2 := os.ReadFile(cl)
+	if err1 != nil || err2 != nil || !bytes.Equal(a, b) {
+		t.Fatalf("cluster PNG differs from the local one (%v, %v)", err1, err2)
+	}
+}
+
+// The demo serves until interrupted: a killed daemon's tiles come from
+// the replicas, and SIGINT stops the viewer, the daemons and pcorrun.
+func TestDemoServesUntilInterrupted(t *testing.T) {
+	mv, pr, set := programs(t)
+	cmd := exec.Command(mv, "demo", "--dir", set.Dir, "--addr", "127.0.0.1:0", "--window", "300x300", "--pcorrun", pr)
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	urlc := make(chan string, 1)
+	var lines bytes.Buffer
+	var lmu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		re := regexp.MustCompile(`map viewer on (http://\S+)`)
+		for sc.Scan() {
+			lmu.Lock()
+			lines.WriteString(sc.Text() + "\n")
+			lmu.Unlock()
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				urlc <- m[1]
+			}
+		}
+		done <- cmd.Wait()
+	}()
+	defer func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+		}
+		noStrays(t)
+	}()
+	var url string
+	select {
+	case url = <-urlc:
+	case err := <-done:
+		t.Fatalf("demo exited: %v\n%s", err, lines.String())
+	case <-time.After(90 * time.Second):
+		t.Fatalf("no URL after 90 s:\n%s", lines.String())
+	}
+	get := func(q string) http.Header {
+		t.Helper()
+		r, err := http.Get(url + "render?" + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		if r.StatusCode != 200 || r.Header.Get("X-Tile-Errors") != "" {
+			t.Fatalf("%s: %s %s %s", q, r.Status, body, r.Header.Get("X-Tile-Errors"))
+		}
+		return r.Header
+	}
+	if src := get("x=0&y=0&s=16&w=300&h=300").Get("X-Sources"); !strings.Contains(src, "daemon 2=") {
+		t.Fatalf("sources %q", src)
+	}
+	// Kill daemon 2 (rank 2): the directory announces it gone, and the
+	// next uncached view takes its tiles from the replicas.
+	victim := 0
+	for _, p := range pids(mv) {
+		env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p))
+		if bytes.Contains(env, []byte("\x00PCOR_RANK=2\x00")) {
+			victim = p
+		}
+	}
+	if victim == 0 {
+		t.Fatal("no process of rank 2")
+	}
+	syscall.Kill(victim, syscall.SIGKILL)
+	src := get("x=0&y=0&s=8&w=300&h=300").Get("X-Sources")
+	if strings.Contains(src, "daemon 2=") || !strings.Contains(src, "daemon 1=") {
+		t.Errorf("after killing daemon 2, sources %q", src)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("demo after SIGINT: %v\n%s", err, lines.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("demo still running 30 s after SIGINT")
+	}
+}
