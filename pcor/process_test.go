@@ -34,6 +34,8 @@ func runRole(role string) int {
 		return sinkPeer()
 	case "source":
 		return sourcePeer()
+	case "rdma-echo":
+		return rdmaEchoPeer()
 	}
 	fmt.Fprintln(os.Stderr, "unknown role", role)
 	return 2

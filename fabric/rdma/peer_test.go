@@ -21,8 +21,6 @@ import (
 func TestMain(m *testing.M) {
 	switch role := os.Getenv("RDMA_TEST_PEER"); role {
 	case "":
-	case "pcor-echo":
-		os.Exit(runPcorEcho())
 	default:
 		os.Exit(runPeer(role))
 	}
