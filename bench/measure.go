@@ -11,6 +11,7 @@ import (
 	"github.com/pcor-go/pcor/bench/internal/raw"
 	"github.com/pcor-go/pcor/bench/internal/report"
 	"github.com/pcor-go/pcor/bench/internal/sizes"
+	"github.com/pcor-go/pcor/fabric/rdma"
 )
 
 // measure runs one command and returns its result.
@@ -22,6 +23,11 @@ import (
 func measure(ctx context.Context, o options, stderr io.Writer) (*report.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
+	if o.fabric == "rdma" {
+		if _, err := rdma.FindDevice("", ""); err != nil {
+			return nil, fmt.Errorf("--fabric rdma needs an RDMA device (soft-RoCE will do: see bench/rdma-vm.sh): %w", err)
+		}
+	}
 	r, err := newRunner(o, stderr)
 	if err != nil {
 		return nil, err
@@ -65,8 +71,12 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*report.Result, 
 		}
 	}
 	col.into(res)
-	if o.fabric != "udp" && o.baselines {
-		res.Notes = append(res.Notes, "the raw baselines run over UDP and TCP whatever the pcor fabric")
+	if o.fabric != "udp" && o.baselines && o.cmd != "contention" {
+		if r.verbsBaseline() {
+			res.Notes = append(res.Notes, verbsNote[o.cmd])
+		} else {
+			res.Notes = append(res.Notes, "the same-process baselines do not use the pcor fabric")
+		}
 	}
 	if len(o.modes) > 1 && len(base) > 0 {
 		res.Notes = append(res.Notes, "baselines sampled in turn with pcor/"+o.modes[0]+"; later modes are compared with those medians")
@@ -215,6 +225,9 @@ func (r *runner) openBaselines(ctx context.Context, res *report.Result) ([]sampl
 			names = append(names, "tcp")
 		}
 	}
+	if r.verbsBaseline() {
+		names = []string{"verbs"}
+	}
 	res.Baselines = names
 	var out []sampler
 	for _, n := range names {
@@ -234,6 +247,9 @@ func (r *runner) openBaseline(ctx context.Context, name string) (sampler, error)
 		return sampler{}, err
 	}
 	s := sampler{name: name, close: func() { host.Close() }}
+	if name == "verbs" {
+		return r.openVerbs(ctx, s, host)
+	}
 	if o.cmd == "roundtrip" {
 		switch name {
 		case "chan":

@@ -19,7 +19,8 @@ import (
 func childHandlers() peer.Handlers { return handlers(nil) }
 
 func handlers(shared *pcor.Node) peer.Handlers {
-	h := peer.Handlers{"udp-echo": raw.UDPEcho, "udp-sink": raw.UDPSink, "tcp-sink": raw.TCPSink}
+	h := peer.Handlers{"udp-echo": raw.UDPEcho, "udp-sink": raw.UDPSink, "tcp-sink": raw.TCPSink,
+		"verbs-echo": raw.VerbsEcho, "verbs-sink": raw.VerbsSink}
 	maps.Copy(h, pb.Handlers(shared))
 	return h
 }

@@ -69,21 +69,21 @@ func ParseBaselineInfo(s string) (BaselineInfo, error) {
 // Its buffer is split in a send half and a receive (and remote-write)
 // half of bufSize bytes each. It is driven by one goroutine at a time.
 type BaselineEnd struct {
-	cfg      Config
-	ctx      *Context
-	pd       *PD
-	mr       *MR
-	cq       *CQ
-	qp       *QP
-	gid      GIDEntry
-	mtu      uint8
-	psn      uint32
-	bufSize  int
-	depth    int
-	sendBuf  []byte
-	recvBuf  []byte
-	remote   BaselineInfo
-	conn     bool
+	cfg     Config
+	ctx     *Context
+	pd      *PD
+	mr      *MR
+	cq      *CQ
+	qp      *QP
+	gid     GIDEntry
+	mtu     uint8
+	psn     uint32
+	bufSize int
+	depth   int
+	sendBuf []byte
+	recvBuf []byte
+	remote  BaselineInfo
+	conn    bool
 }
 
 // NewBaselineEnd opens the device of cfg and creates a QP in INIT with a

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric/rdma"
+)
+
+// requireRDMA skips the test where no RDMA device exists.
+func requireRDMA(t *testing.T) {
+	t.Helper()
+	if _, err := rdma.FindDevice("", ""); err != nil {
+		t.Skipf("no RDMA device here (%v): run in the soft-RoCE VM, see bench/rdma-vm.sh", err)
+	}
+}
+
+func TestRDMAWithoutDeviceFailsClearly(t *testing.T) {
+	if _, err := rdma.FindDevice("", ""); err == nil {
+		t.Skip("this machine has an RDMA device")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	err := run(ctx, append([]string{"throughput", "--fabric", "rdma", "--sizes", "64K"}, tiny...), &out, &errb)
+	if !errors.Is(err, rdma.ErrNoDevice) || !strings.Contains(err.Error(), "--fabric rdma needs an RDMA device") {
+		t.Fatalf("err = %v, want ErrNoDevice with an explanation", err)
+	}
+	if out.Len() != 0 {
+		t.Errorf("output despite the error:\n%s", out.String())
+	}
+}
+
+// TestRDMAVerbsBaseline runs pcor over RDMA between two processes beside
+// the raw verbs ping-pong and write stream, with tiny counts.
+func TestRDMAVerbsBaseline(t *testing.T) {
+	requireRDMA(t)
+	r := runJSON(t, "roundtrip", "--fabric", "rdma", "--placement", "procs", "--sizes", "2,4K")
+	if len(r.Baselines) != 1 || r.Baselines[0] != "verbs" {
+		t.Fatalf("roundtrip baselines %v, want [verbs]", r.Baselines)
+	}
+	checkPoints(t, r, sizeKeys(2, 4096), []string{"verbs", "pcor/blocking"}, []string{"verbs"})
+
+	r = runJSON(t, "throughput", "--fabric", "rdma", "--placement", "procs", "--sizes", "64K")
+	if len(r.Baselines) != 1 || r.Baselines[0] != "verbs" {
+		t.Fatalf("throughput baselines %v, want [verbs]", r.Baselines)
+	}
+	checkPoints(t, r, sizeKeys(64<<10), []string{"verbs", "pcor/blocking"}, []string{"verbs"})
+}
