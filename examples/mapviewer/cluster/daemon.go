@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"runtime"
@@ -85,7 +86,9 @@ func (d *Daemon) handle(ctx context.Context, th *pcor.Thread, m pcor.Message) {
 	}
 	sctx, cancel := context.WithTimeout(ctx, ReplyTimeout)
 	defer cancel()
-	if err := th.Send(sctx, pcor.Addr{Proc: m.Src.Proc, Thread: m.Src.Thread}, TagReply, rep.encode()); err != nil && ctx.Err() == nil {
+	// A viewer that left needs no reply (it may leave while the
+	// acknowledgement of one it did receive is under way).
+	if err := th.Send(sctx, pcor.Addr{Proc: m.Src.Proc, Thread: m.Src.Thread}, TagReply, rep.encode()); err != nil && ctx.Err() == nil && !errors.Is(err, pcor.ErrPeerDown) {
 		d.logf("daemon: reply to %v for %s: %v", m.Src, id.Name(), err)
 	}
 }
