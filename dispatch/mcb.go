@@ -13,10 +13,12 @@ type key struct {
 	tag       Tag
 }
 
-// chunkSize is the unit in which the storage of a large message grows
-// while its first half arrives, so that a header claiming a huge message
-// costs memory only for what has actually arrived.
+// chunkSize is the unit in which the storage of a large message grows as
+// its fragments arrive, so that a header claiming a huge message costs
+// memory only for what has actually arrived. Chunks are pooled.
 const chunkSize = 256 << 10
+
+var chunkPool = sync.Pool{New: func() any { return new([chunkSize]byte) }}
 
 // bitBlock is the number of fragments one lazily allocated bitmap block covers.
 const bitBlock = 4096
@@ -44,9 +46,9 @@ type mcb struct {
 	gotBytes uint64
 	reserved int64
 
-	bits   [][]uint64 // fragment bitmap, blocks of bitBlock bits
-	chunks [][]byte   // storage while less than half has arrived
-	data   []byte     // contiguous storage
+	bits   [][]uint64        // fragment bitmap, blocks of bitBlock bits
+	chunks []*[chunkSize]byte // storage of a large message, filled as it arrives
+	data   []byte            // contiguous storage: small, owned or handed over
 
 	// owner is the posted receive that took this message when its first
 	// fragment arrived; the fragments are then placed straight into the
@@ -91,7 +93,7 @@ func (m *mcb) start(total uint64, fragSize uint32, nfrag uint32, pool *bufPool) 
 	} else if total <= chunkSize {
 		m.data = pool.get(int(total))
 	} else {
-		m.chunks = make([][]byte, (total+chunkSize-1)/chunkSize)
+		m.chunks = make([]*[chunkSize]byte, (total+chunkSize-1)/chunkSize)
 	}
 }
 
@@ -106,11 +108,7 @@ func (m *mcb) place(idx uint32, body []byte) bool {
 		for len(body) > 0 {
 			c := off / chunkSize
 			if m.chunks[c] == nil {
-				n := uint64(chunkSize)
-				if rest := m.total - c*chunkSize; rest < n {
-					n = rest
-				}
-				m.chunks[c] = make([]byte, n)
+				m.chunks[c] = chunkPool.Get().(*[chunkSize]byte)
 			}
 			k := copy(m.chunks[c][off%chunkSize:], body)
 			body = body[k:]
@@ -120,18 +118,50 @@ func (m *mcb) place(idx uint32, body []byte) bool {
 	m.setFrag(idx)
 	m.got++
 	m.gotBytes += n
-	if m.data == nil && m.gotBytes*2 >= m.total {
-		m.migrate()
-	}
 	return m.got == m.nfrag
 }
 
-// migrate moves chunked storage into one contiguous buffer.
-func (m *mcb) migrate() {
-	m.data = make([]byte, m.total)
-	for c, b := range m.chunks {
-		if b != nil {
-			copy(m.data[uint64(c)*chunkSize:], b)
+// copyTo copies the message into dst and returns the bytes copied.
+func (m *mcb) copyTo(dst []byte) int {
+	if m.data != nil {
+		return copy(dst, m.data)
+	}
+	n := 0
+	for c, ch := range m.chunks {
+		if n >= len(dst) {
+			break
+		}
+		l := m.total - uint64(c)*chunkSize
+		if l > chunkSize {
+			l = chunkSize
+		}
+		if ch == nil {
+			k := min(int(l), len(dst)-n)
+			clear(dst[n : n+k])
+			n += k
+			continue
+		}
+		n += copy(dst[n:], ch[:l])
+	}
+	return n
+}
+
+// bytes returns the message as one slice, assembling chunked storage.
+func (m *mcb) bytes() []byte {
+	if m.data == nil && m.chunks != nil {
+		d := make([]byte, m.total)
+		m.copyTo(d)
+		m.releaseChunks()
+		m.data = d
+	}
+	return m.data
+}
+
+func (m *mcb) releaseChunks() {
+	for i, ch := range m.chunks {
+		if ch != nil {
+			chunkPool.Put(ch)
+			m.chunks[i] = nil
 		}
 	}
 	m.chunks = nil
@@ -152,7 +182,7 @@ func (m *mcb) clear() {
 	if len(m.bits) > 1 {
 		m.bits = nil
 	}
-	m.chunks = nil
+	m.releaseChunks()
 	m.data = nil
 	m.owner = nil
 	m.hnext, m.tprev, m.tnext = nilMCB, nilMCB, nilMCB

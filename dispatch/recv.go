@@ -103,7 +103,7 @@ func (e *Engine) disown(m *mcb) {
 	r.ownerPeer.Store(nil)
 	own := make([]byte, m.total)
 	copy(own, m.data)
-	m.data = own
+	m.data = own // (owned messages always have contiguous storage)
 	m.reserved = int64(m.total)
 	e.budgetUsed.Add(m.reserved)
 }
@@ -116,13 +116,13 @@ func (e *Engine) fillFromMCB(r *Request, m *mcb) {
 		r.owned = nil
 		m.data = nil
 	} else if r.buf != nil {
-		n := copy(r.buf, m.data)
-		if len(m.data) > len(r.buf) {
+		n := m.copyTo(r.buf)
+		if m.total > uint64(len(r.buf)) {
 			err = ErrTruncated
 		}
 		r.data = r.buf[:n]
 	} else {
-		r.data = m.data
+		r.data = m.bytes()
 		m.data = nil // handed over
 	}
 	r.srcProc, r.srcThread, r.tag = m.key.srcProc, m.key.srcThread, m.key.tag
