@@ -46,9 +46,9 @@ type mcb struct {
 	gotBytes uint64
 	reserved int64
 
-	bits   [][]uint64        // fragment bitmap, blocks of bitBlock bits
+	bits   [][]uint64         // fragment bitmap, blocks of bitBlock bits
 	chunks []*[chunkSize]byte // storage of a large message, filled as it arrives
-	data   []byte            // contiguous storage: small, owned or handed over
+	data   []byte             // contiguous storage: small, owned or handed over
 
 	// owner is the posted receive that took this message when its first
 	// fragment arrived; the fragments are then placed straight into the
