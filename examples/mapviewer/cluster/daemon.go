@@ -27,9 +27,19 @@ type Daemon struct {
 	Logf func(format string, args ...any)
 }
 
+// reply is a reply under way: its send completes when the viewer has
+// accepted it.
+type sentReply struct {
+	r    *pcor.Request
+	dst  pcor.Addr
+	tile string
+}
+
 // Serve receives requests on thread RequestThread until ctx ends or the
 // node closes, loading and scaling tiles on Workers goroutines, each
-// replying from its own thread. It returns nil when ctx ended.
+// replying from its own thread. A worker does not wait for its reply to
+// be acknowledged: it goes on to the next tile while one goroutine sees
+// the replies complete. It returns nil when ctx ended.
 func (d *Daemon) Serve(ctx context.Context) error {
 	workers := d.Workers
 	if workers <= 0 {
@@ -37,20 +47,28 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 	rx := d.Node.Thread(RequestThread)
 	jobs := make(chan pcor.Message, 4*workers)
-	var wg sync.WaitGroup
+	sent := make(chan sentReply, 8*workers)
+	var wg, cwg sync.WaitGroup
+	cwg.Add(1)
+	go func() {
+		defer cwg.Done()
+		d.complete(ctx, sent)
+	}()
 	for range workers {
 		th := d.Node.NewThread()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for m := range jobs {
-				d.handle(ctx, th, m)
+				d.handle(ctx, th, m, sent)
 			}
 		}()
 	}
 	defer func() {
 		close(jobs)
 		wg.Wait()
+		close(sent)
+		cwg.Wait()
 	}()
 	for {
 		m, err := rx.Recv(ctx, pcor.Any, TagRequest)
@@ -68,7 +86,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 }
 
-func (d *Daemon) handle(ctx context.Context, th *pcor.Thread, m pcor.Message) {
+func (d *Daemon) handle(ctx context.Context, th *pcor.Thread, m pcor.Message, sent chan<- sentReply) {
 	req, err := decodeRequest(m.Data)
 	if err != nil {
 		d.logf("daemon: from %v: %v", m.Src, err)
@@ -84,12 +102,31 @@ func (d *Daemon) handle(ctx context.Context, th *pcor.Thread, m pcor.Message) {
 	} else {
 		rep.W, rep.H, rep.Node, rep.Pix = img.Rect.Dx(), img.Rect.Dy(), node, img.Pix
 	}
-	sctx, cancel := context.WithTimeout(ctx, ReplyTimeout)
-	defer cancel()
-	// A viewer that left needs no reply (it may leave while the
-	// acknowledgement of one it did receive is under way).
-	if err := th.Send(sctx, pcor.Addr{Proc: m.Src.Proc, Thread: m.Src.Thread}, TagReply, rep.encode()); err != nil && ctx.Err() == nil && !errors.Is(err, pcor.ErrPeerDown) {
-		d.logf("daemon: reply to %v for %s: %v", m.Src, id.Name(), err)
+	dst := pcor.Addr{Proc: m.Src.Proc, Thread: m.Src.Thread}
+	r := th.Isend(dst, TagReply, rep.encode())
+	select {
+	case sent <- sentReply{r, dst, id.Name()}:
+	case <-ctx.Done():
+		r.Cancel()
+	}
+}
+
+// complete waits for each reply in turn (at most ReplyTimeout) and
+// reports those that failed.
+func (d *Daemon) complete(ctx context.Context, sent <-chan sentReply) {
+	for s := range sent {
+		sctx, cancel := context.WithTimeout(ctx, ReplyTimeout)
+		err := s.r.Wait(sctx)
+		cancel()
+		if err == nil {
+			continue
+		}
+		s.r.Cancel()
+		// A viewer that left needs no reply (it may leave while the
+		// acknowledgement of one it did receive is under way).
+		if ctx.Err() == nil && !errors.Is(err, pcor.ErrPeerDown) {
+			d.logf("daemon: reply to %v for %s: %v", s.dst, s.tile, err)
+		}
 	}
 }
 
