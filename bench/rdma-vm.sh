@@ -1,0 +1,163 @@
+#!/bin/bash
+# rdma-vm.sh - pcor over RDMA beside raw verbs and perftest, in one boot of
+# the soft-RoCE (rxe) guest of /work/shared/rdma-vm, and write the figures
+# with their ratios to bench/RESULTS-rdma.md.
+#
+#   bench/rdma-vm.sh [-o FILE] [-n PERFTEST_ITERS] [-i ROUNDTRIP_ITERS] [-m MODES] [-u]
+#
+#   -o FILE  markdown to write (default bench/RESULTS-rdma.md; - for stdout only)
+#   -n N     ib_send_lat / ib_write_bw iterations (default 1000)
+#   -i N     bench roundtrip timed round trips per size (default 300)
+#   -m MODES pcor dispatcher modes of the RDMA runs (default blocking,polling)
+#   -u       skip the UDP runs of the same bench commands
+#
+# In the guest, in order: perftest-loopback.sh (ib_send_lat 2 B, ib_write_bw
+# 64 KiB), `bench roundtrip --fabric rdma` (pcor beside a raw SEND/RECV
+# ping-pong between the same two processes), `bench throughput --fabric rdma`
+# (pcor beside a raw RDMA WRITE stream), then the same two commands over UDP.
+# TCG timings are emulation timings: only ratios within the one run mean
+# anything. Env: RDMA_VM (default /work/shared/rdma-vm), RDMA_VM_TIMEOUT,
+# RDMA_VM_LOG (the guest's output, default /tmp/bench-rdma-vm.log).
+set -Eeuo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VM=${RDMA_VM:-/work/shared/rdma-vm}
+OUT=$ROOT/bench/RESULTS-rdma.md
+PT_ITERS=1000
+RT_ITERS=300
+MODES=blocking,polling
+UDP=1
+while getopts "o:n:i:m:uh" opt; do
+	case $opt in
+	o) OUT=$OPTARG ;;
+	n) PT_ITERS=$OPTARG ;;
+	i) RT_ITERS=$OPTARG ;;
+	m) MODES=$OPTARG ;;
+	u) UDP=0 ;;
+	*) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
+	esac
+done
+
+RT_SIZES=2,1K,64K
+TP_SIZES=64K,1M
+work=$(mktemp -d /tmp/bench-rdma-vm.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+(cd "$ROOT" && CGO_ENABLED=0 go build -o "$work/bench" ./bench)
+cp "$VM/examples/perftest-loopback.sh" "$work/"
+
+# bench writes its tables to stdout; stderr goes to a file (no progress line
+# on the serial console) and is shown only when the command fails.
+b() { echo "### bench $*"; echo "\$ ./bench $*"; ./bench "$@" 2>/tmp/bench.err || { echo "!!! bench $* failed:"; cat /tmp/bench.err; }; }
+guest="cd /payload
+$(declare -f b)
+echo \"### host load: $(cut -d' ' -f1-3 /proc/loadavg)\"
+sh ./perftest-loopback.sh -n $PT_ITERS
+b roundtrip --fabric rdma --mode $MODES --sizes $RT_SIZES --iters $RT_ITERS
+b throughput --fabric rdma --mode $MODES --sizes $TP_SIZES"
+if [ "$UDP" = 1 ]; then
+	guest="$guest
+b roundtrip --fabric udp --sizes $RT_SIZES --iters $RT_ITERS
+b throughput --fabric udp --sizes $TP_SIZES"
+fi
+
+log=${RDMA_VM_LOG:-/tmp/bench-rdma-vm.log}
+status=0
+"$VM/run.sh" -m 2G -t "${RDMA_VM_TIMEOUT:-900}" -f "$work/perftest-loopback.sh" -f "$work/bench" -- "$guest" | tee "$log" || status=$?
+if [ "$status" != 0 ]; then
+	echo "rdma-vm.sh: guest run failed (status $status)" >&2
+	exit "$status"
+fi
+grep -q '^!!!' "$log" && { echo "rdma-vm.sh: a command failed in the guest (lines starting with !!! above)" >&2; exit 1; }
+
+# summarize pulls the figures out of the guest log and writes the markdown.
+summarize() {
+	awk -v now="$(date -u '+%Y-%m-%d %H:%M UTC')" -v rtsizes="$RT_SIZES" -v tpsizes="$TP_SIZES" -v ptiters="$PT_ITERS" -v rtiters="$RT_ITERS" '
+	function num(s) { return s + 0 }
+	/^=================== ib_send_lat/ { sec = "lat"; next }
+	/^=================== ib_write_bw/ { sec = "bw"; next }
+	/^--- server side/ { sec = "" }
+	/^### host load:/ { load = $4 " " $5 " " $6 }
+	sec == "lat" && /^ *#bytes/ { getline; lat_size = $1; lat_typ = num($5); lat_avg = num($6); lat_p99 = num($8); next }
+	sec == "bw" && /^ *#bytes/ { getline; bw_size = $1; bw_avg = num($4); next }
+	/^### bench / { cmd = $3; fab = $5; tab = cmd "/" fab; order[++ntab] = tab; next }
+	/^# pcor-go/ && tab != "" { text[tab] = $0 "\n"; inTab = 1; next }
+	inTab && /^  # size/ {
+		text[tab] = text[tab] $0 "\n"
+		for (k = 3; k <= NF; k++) col[tab, $k] = k - 1
+		next
+	}
+	inTab && /^ +[0-9]/ {
+		text[tab] = text[tab] $0 "\n"
+		rows[tab, $1] = $0
+		next
+	}
+	inTab && /^#/ { text[tab] = text[tab] $0 "\n"; next }
+	inTab { inTab = 0 }
+	function field(tab, size, name,   f) {
+		if (!((tab, name) in col) || !((tab, size) in rows)) return ""
+		split(rows[tab, size], f, " ")
+		return f[col[tab, name]]
+	}
+	function dash(x) { return x == "" ? "-" : x }
+	function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
+	END {
+		print "# pcor-go over RDMA (soft-RoCE VM)\n"
+		print "Regenerate with `bench/rdma-vm.sh` (from the repository root). One boot of the QEMU/TCG guest of " \
+		      "`/work/shared/rdma-vm` (Debian 6.1 kernel, rdma_rxe on virtio eth0, 2 vCPUs, 2 GiB) ran, in order: " \
+		      "perftest `ib_send_lat` and `ib_write_bw` in loopback on rxe0, `bench roundtrip --fabric rdma`, " \
+		      "`bench throughput --fabric rdma` and the same two over UDP."
+		print ""
+		print "In `bench --fabric rdma` between two processes the baseline is raw verbs between the same two processes " \
+		      "on the same device (fabric/rdma `BaselineEnd`, busy-polling like perftest): a SEND/RECV ping-pong for " \
+		      "round trips, an RDMA WRITE stream (window 64 outstanding) for throughput, sampled in turn with pcor. " \
+		      "TCG timings are emulation timings on a shared host (load average " load " when the guest started): " \
+		      "only the ratios inside this one run mean anything.\n"
+		print "Generated " now ".\n"
+		print "## Ratios\n"
+		print "Round trip (median, µs; perftest reports one-way time, so its figure is doubled; the verbs ping-pong was sampled in turn with pcor/blocking, pcor/polling ran after):\n"
+		print "| size | perftest ib_send_lat ×2 (typical) | verbs | pcor/blocking | pcor/polling | verbs/perftest | blocking/verbs | polling/verbs |"
+		print "|---|---|---|---|---|---|---|---|"
+		n = split(rtsizes, rs, ",")
+		for (i = 1; i <= n; i++) {
+			s = rs[i]; t = "roundtrip/rdma"; v = field(t, s, "verbs"); p = field(t, s, "pcor/blocking"); q = field(t, s, "pcor/polling")
+			pt = (s == lat_size "") ? sprintf("%.2f", 2 * lat_typ) : ""
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s, dash(pt), v, p, dash(q), ratio(v, pt), ratio(p, v), ratio(q, v)
+		}
+		print "\nThroughput (median, MB/s = 10^6 B/s):\n"
+		print "| size | perftest ib_write_bw (average) | verbs WRITE | pcor/blocking | pcor/polling | verbs/perftest | blocking/verbs | polling/verbs |"
+		print "|---|---|---|---|---|---|---|---|"
+		n = split(tpsizes, ts, ",")
+		for (i = 1; i <= n; i++) {
+			s = ts[i]; t = "throughput/rdma"; v = field(t, s, "verbs"); p = field(t, s, "pcor/blocking"); q = field(t, s, "pcor/polling")
+			pt = (s == "64K" && bw_size == 65536) ? sprintf("%.2f", bw_avg) : ""
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s, dash(pt), v, p, dash(q), ratio(v, pt), ratio(p, v), ratio(q, v)
+		}
+		if (("roundtrip/udp", "udp") in col) {
+			print "\nSame guest, UDP (pcor over fabric/udp against raw UDP on the guest loopback):\n"
+			print "| command | size | raw udp | pcor/blocking | pcor/udp | pcor over RDMA ÷ pcor over UDP |"
+			print "|---|---|---|---|---|---|"
+			for (i = 1; i <= split(rtsizes, rs, ","); i++) {
+				s = rs[i]; u = field("roundtrip/udp", s, "udp"); p = field("roundtrip/udp", s, "pcor/blocking")
+				printf "| roundtrip (µs) | %s | %s | %s | %s | %s |\n", s, u, p, ratio(p, u), ratio(field("roundtrip/rdma", s, "pcor/blocking"), p)
+			}
+			for (i = 1; i <= split(tpsizes, ts, ","); i++) {
+				s = ts[i]; u = field("throughput/udp", s, "udp"); p = field("throughput/udp", s, "pcor/blocking")
+				printf "| throughput (MB/s) | %s | %s | %s | %s | %s |\n", s, u, p, ratio(p, u), ratio(field("throughput/rdma", s, "pcor/blocking"), p)
+			}
+		}
+		print "\nperftest (" ptiters " iterations): ib_send_lat " lat_size " B one-way typical " lat_typ " µs, average " lat_avg \
+		      " µs, p99 " lat_p99 " µs; ib_write_bw " bw_size " B average " bw_avg " MB/s (tx depth 128).\n"
+		print "## Tables\n"
+		for (i = 1; i <= ntab; i++) {
+			print "### " order[i] "\n\n```\n" text[order[i]] "```\n"
+		}
+	}' "$log"
+}
+
+if [ "$OUT" = - ]; then
+	summarize
+else
+	summarize >"$OUT"
+	echo "rdma-vm.sh: wrote $OUT" >&2
+fi
