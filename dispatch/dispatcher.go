@@ -415,15 +415,7 @@ func (pt *port) forward(h *wire.Header, pkt []byte) {
 
 // flushForward sends the datagrams forwarded during a batch.
 func (pt *port) flushForward() {
-	n := len(pt.fwd)
-	for i := 0; i < n; {
-		j := i + 1
-		for j < n && pt.fwdPorts[j] == pt.fwdPorts[i] {
-			j++
-		}
-		pt.e.transmit(pt.fwdPorts[i], pt.fwd[i:j])
-		i = j
-	}
+	pt.e.transmitRuns(pt.fwdPorts, pt.fwd)
 	clear(pt.fwd)
 	pt.fwd = pt.fwd[:0]
 	clear(pt.fwdPorts)

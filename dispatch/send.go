@@ -89,19 +89,25 @@ func (p *peer) pump() {
 			}
 			p.rxmu.Unlock()
 		}
-		for i := 0; i < n; {
-			j := i + 1
-			for j < n && b.ports[j] == b.ports[i] {
-				j++
-			}
-			p.e.transmit(b.ports[i], b.dgs[i:j])
-			i = j
-		}
+		p.e.transmitRuns(b.ports, b.dgs)
 		full := b.full()
 		p.e.putBatch(b)
 		if n == 0 || !full {
 			return
 		}
+	}
+}
+
+// transmitRuns sends dgs, datagram i leaving from ports[i], one fabric call
+// per run of datagrams on the same port.
+func (e *Engine) transmitRuns(ports []*port, dgs []fabric.Datagram) {
+	for i := 0; i < len(dgs); {
+		j := i + 1
+		for j < len(dgs) && ports[j] == ports[i] {
+			j++
+		}
+		e.transmit(ports[i], dgs[i:j])
+		i = j
 	}
 }
 

@@ -52,7 +52,12 @@ func echoPeer() int {
 	}
 	defer n.Close()
 	fmt.Printf("ADDR %s\n", n.Endpoints()[0].Addr)
-	t := n.NewThread()
+	return echo(n.Thread(0))
+}
+
+// echo sends every message t receives back to its sender until one with
+// tag 0 arrives, and returns the process exit status.
+func echo(t *pcor.Thread) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for {

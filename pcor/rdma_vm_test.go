@@ -25,23 +25,7 @@ func rdmaEchoPeer() int {
 	}
 	defer n.Close()
 	fmt.Printf("ADDR %s\n", n.Endpoints()[0].Addr)
-	t := n.Thread(0)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	for {
-		m, err := t.Recv(ctx, pcor.Any, pcor.AnyTag)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "recv:", err)
-			return 1
-		}
-		if m.Tag == 0 {
-			return 0
-		}
-		if err := t.Send(ctx, m.Src, m.Tag, m.Data); err != nil {
-			fmt.Fprintln(os.Stderr, "send:", err)
-			return 1
-		}
-	}
+	return echo(n.Thread(0))
 }
 
 // TestOverRDMA sends messages of 0 B to 64 MiB between two processes
