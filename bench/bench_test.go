@@ -196,7 +196,7 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"go run ./bench report", "nproc:", "Go: go1", "## Targets", "results.svg",
-		"### roundtrip, procs", "### contention, same", "blocking/udp"} {
+		"### roundtrip, procs", "### contention, same", "blocking/udp", "[RESULTS-rdma.md](RESULTS-rdma.md)"} {
 		if !bytes.Contains(md, []byte(s)) {
 			t.Errorf("RESULTS.md lacks %q", s)
 		}

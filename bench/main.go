@@ -18,6 +18,13 @@
 // a raw TCP stream on loopback for large-message throughput. With
 // --placement procs the benchmark re-executes itself as the peer process,
 // for the baselines as for pcor.
+//
+// With --fabric rdma and --placement procs the baseline is raw verbs
+// between the same two processes on the same RDMA device: a SEND/RECV
+// ping-pong (ib_send_lat) for round trips and an RDMA WRITE stream
+// (ib_write_bw) for throughput and rate. Without an RDMA device
+// --fabric rdma fails at once; bench/rdma-vm.sh runs it in the soft-RoCE
+// VM beside perftest and writes RESULTS-rdma.md.
 package main
 
 import (

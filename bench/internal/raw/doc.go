@@ -1,8 +1,9 @@
 // Package raw holds the baselines the benchmark prints beside pcor: raw
 // UDP ping-pong and raw unbatched UDP stream over the fabric/udp port (the
 // same system calls pcor uses, one datagram per call, no pcor), a raw TCP
-// stream on loopback, and Go channel ping-pong and stream for threads of
-// one process.
+// stream on loopback, Go channel ping-pong and stream for threads of one
+// process, and raw verbs SEND/RECV ping-pong and RDMA WRITE stream
+// between two processes on an RDMA device (fabric/rdma BaselineEnd).
 package raw
 
 import (
