@@ -25,6 +25,11 @@ func (r *Request) SetSend(src ThreadID, dstProc ProcID, dstThread ThreadID, tag 
 	r.setSend(src, dstProc, dstThread, tag, data)
 }
 
+// SetUrgent asks the destination to acknowledge the message as soon as it
+// has it rather than wait for data going back to carry the
+// acknowledgement: for a sender that blocks until the message is accepted.
+func (r *Request) SetUrgent() { r.ackNow = true }
+
 // SetRecv fills a reusable request as a receive.
 func (r *Request) SetRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) {
 	r.kind = recvReq

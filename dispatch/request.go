@@ -52,6 +52,7 @@ type Request struct {
 	msgID    uint64
 	started  bool
 	canceled bool
+	ackNow   bool // the sender waits: ask for the acknowledgement at once
 	fragSize uint32
 	nfrag    uint32
 	nextFrag uint32

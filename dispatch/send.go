@@ -209,6 +209,9 @@ func (p *peer) build(b *batch, rt *route, en *txEntry) {
 	}
 	var body []byte
 	if en.kind == wire.Data {
+		if r.ackNow && en.frag+1 == r.nfrag {
+			h.Flags |= wire.FlagAckNow
+		}
 		h.FragSize = r.fragSize
 		h.Total = uint64(len(r.data))
 		h.FragIndex = en.frag

@@ -52,6 +52,7 @@ func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error
 	// A send request can stay referenced by fragments in flight after it
 	// completes, so each send has its own.
 	r := t.node.eng.NewSend(t.id, dst.Proc, dst.Thread, tag, data)
+	r.SetUrgent()
 	t.node.eng.Start(r)
 	return t.wait(ctx, r)
 }
