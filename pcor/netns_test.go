@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pcor-go/pcor/internal/netnstest"
 	"github.com/pcor-go/pcor/pcor"
 )
 
@@ -19,20 +20,10 @@ import (
 // removed when the test ends, even on failure.
 func netnsPair(t *testing.T, mtu int) (a, b string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("network namespaces need root")
-	}
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("iproute2 (ip) not installed")
-	}
+	netnstest.Require(t)
 	suffix := strconv.Itoa(os.Getpid() % 100000)
 	a, b = "pcora"+suffix, "pcorb"+suffix
-	run := func(args ...string) {
-		t.Helper()
-		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
-			t.Fatalf("ip %s: %v: %s", strings.Join(args, " "), err, out)
-		}
-	}
+	run := func(args ...string) { t.Helper(); netnstest.IP(t, args...) }
 	t.Cleanup(func() {
 		exec.Command("ip", "netns", "del", a).Run()
 		exec.Command("ip", "netns", "del", b).Run()
