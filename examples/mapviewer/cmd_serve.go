@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/pcor-go/pcor/examples/mapviewer/loader"
-	"github.com/pcor-go/pcor/examples/mapviewer/tiles"
 	"github.com/pcor-go/pcor/examples/mapviewer/web"
 )
 
@@ -28,22 +26,11 @@ func serveMain(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	m, done, err := joinApp(ctx, *dir)
+	m, set, win, done, err := startViewer(ctx, "serve", args, *dir, *winS, *daemons, *pcorrun)
 	if done {
 		return err
 	}
 	defer m.close()
-	if m == nil && *daemons > 0 {
-		return underPcorrun(ctx, *pcorrun, *daemons, "serve", args, os.Stdout)
-	}
-	set, err := tiles.Open(*dir)
-	if err != nil {
-		return err
-	}
-	win, err := parseWindow(*winS)
-	if err != nil {
-		return err
-	}
 	l, kind, err := m.loader(ctx, set)
 	if err != nil {
 		return err

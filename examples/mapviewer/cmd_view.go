@@ -60,22 +60,11 @@ func viewMain(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return errUsage
 	}
-	m, done, err := joinApp(ctx, *dir)
+	m, set, win, done, err := startViewer(ctx, "view", args, *dir, *winS, *daemons, *pcorrun)
 	if done {
 		return err
 	}
 	defer m.close()
-	if m == nil && *daemons > 0 {
-		return underPcorrun(ctx, *pcorrun, *daemons, "view", args, os.Stdout)
-	}
-	set, err := tiles.Open(*dir)
-	if err != nil {
-		return err
-	}
-	win, err := parseWindow(*winS)
-	if err != nil {
-		return err
-	}
 	if *times {
 		if m != nil {
 			return clusterTimes(ctx, m, set, win, max(1, *reps))
@@ -112,6 +101,28 @@ func viewMain(ctx context.Context, args []string) error {
 	}
 	fmt.Printf("%s: region %v at 1:%d, %d tiles, %dx%d, %s, %v\n", *out, p.Region, p.Scale, len(p.Tiles), p.Size.X, p.Size.Y, kind, res.Elapsed.Round(time.Microsecond))
 	return rerr
+}
+
+// startViewer is the start shared by the viewer commands: inside an
+// application a daemon rank serves until the viewer leaves (done); outside
+// one, with daemons > 0, the command re-runs itself under pcorrun (done);
+// else it opens the tile set and parses the window.
+func startViewer(ctx context.Context, cmd string, args []string, dir, window string, daemons int, pcorrun string) (m *member, set tiles.Set, win view.Window, done bool, err error) {
+	m, done, err = joinApp(ctx, dir)
+	if done {
+		return nil, set, win, true, err
+	}
+	if m == nil && daemons > 0 {
+		return nil, set, win, true, underPcorrun(ctx, pcorrun, daemons, cmd, args, os.Stdout)
+	}
+	if set, err = tiles.Open(dir); err == nil {
+		win, err = parseWindow(window)
+	}
+	if err != nil {
+		m.close()
+		return nil, set, win, true, err
+	}
+	return m, set, win, false, nil
 }
 
 // underPcorrun runs this program's command cmd with args as the
