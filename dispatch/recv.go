@@ -200,14 +200,14 @@ func (e *Engine) failPostedFrom(proc ProcID, err error) {
 		s := &e.table.stripes[i]
 		s.mu.Lock()
 		for b := range s.posted {
-			for r := s.posted[b]; r != nil; r = r.next {
+			for r := s.posted[b].head; r != nil; r = r.next {
 				if r.srcProc == proc {
 					victims = append(victims, r)
 				}
 			}
 		}
 		for _, ts := range s.threads {
-			for r := ts.wildHead; r != nil; r = r.next {
+			for r := ts.wild.head; r != nil; r = r.next {
 				if r.srcProc == proc {
 					victims = append(victims, r)
 				}

@@ -30,20 +30,19 @@ type recvTable struct {
 }
 
 type stripe struct {
-	mu         sync.Mutex
-	unexp      []int32 // bucket heads (MCB indexes)
-	unexpTail  []int32
-	posted     []*Request
-	postedTail []*Request
-	threads    map[ThreadID]*threadState
-	seq        uint64
-	_          [64]byte
+	mu        sync.Mutex
+	unexp     []int32 // bucket heads (MCB indexes)
+	unexpTail []int32
+	posted    []reqList
+	threads   map[ThreadID]*threadState
+	seq       uint64
+	_         [64]byte
 }
 
 type threadState struct {
-	wildHead, wildTail *Request
-	arrHead, arrTail   int32
-	notify             chan struct{} // signalled on every unexpected arrival
+	wild             reqList
+	arrHead, arrTail int32
+	notify           chan struct{} // signalled on every unexpected arrival
 }
 
 func newRecvTable(pool *mcbPool, buckets int) *recvTable {
@@ -63,8 +62,7 @@ func newRecvTable(pool *mcbPool, buckets int) *recvTable {
 		for j := range s.unexp {
 			s.unexp[j], s.unexpTail[j] = nilMCB, nilMCB
 		}
-		s.posted = make([]*Request, b)
-		s.postedTail = make([]*Request, b)
+		s.posted = make([]reqList, b)
 		s.threads = make(map[ThreadID]*threadState)
 	}
 	return t
@@ -109,14 +107,14 @@ func exactKey(r *Request) bool {
 // take. The stripe must be locked.
 func (t *recvTable) peekPosted(s *stripe, k key, h uint64) *Request {
 	var ex *Request
-	for r := s.posted[h&t.mask]; r != nil; r = r.next {
+	for r := s.posted[h&t.mask].head; r != nil; r = r.next {
 		if r.srcProc == k.srcProc && r.srcThread == k.srcThread && r.tag == k.tag && r.dstThread == k.dstThread {
 			ex = r
 			break
 		}
 	}
 	if ts := s.threads[k.dstThread]; ts != nil {
-		for r := ts.wildHead; r != nil; r = r.next {
+		for r := ts.wild.head; r != nil; r = r.next {
 			if matches(r, k) {
 				if ex == nil || r.postSeq < ex.postSeq {
 					return r
@@ -131,9 +129,9 @@ func (t *recvTable) peekPosted(s *stripe, k key, h uint64) *Request {
 // takePosted removes and returns the earliest posted receive matching k,
 // or nil. The stripe must be locked.
 func (t *recvTable) takePosted(s *stripe, k key, h uint64) *Request {
-	b := h & t.mask
+	bl := &s.posted[h&t.mask]
 	var ex, exPrev *Request
-	for r := s.posted[b]; r != nil; exPrev, r = r, r.next {
+	for r := bl.head; r != nil; exPrev, r = r, r.next {
 		if r.srcProc == k.srcProc && r.srcThread == k.srcThread && r.tag == k.tag && r.dstThread == k.dstThread {
 			ex = r
 			break
@@ -145,7 +143,7 @@ func (t *recvTable) takePosted(s *stripe, k key, h uint64) *Request {
 		ts = s.threads[k.dstThread]
 	}
 	if ts != nil {
-		for r := ts.wildHead; r != nil; wrPrev, r = r, r.next {
+		for r := ts.wild.head; r != nil; wrPrev, r = r, r.next {
 			if matches(r, k) {
 				wr = r
 				break
@@ -153,27 +151,11 @@ func (t *recvTable) takePosted(s *stripe, k key, h uint64) *Request {
 		}
 	}
 	if wr != nil && (ex == nil || wr.postSeq < ex.postSeq) {
-		if wrPrev == nil {
-			ts.wildHead = wr.next
-		} else {
-			wrPrev.next = wr.next
-		}
-		if ts.wildTail == wr {
-			ts.wildTail = wrPrev
-		}
-		wr.next = nil
+		ts.wild.unlink(wrPrev, wr)
 		return wr
 	}
 	if ex != nil {
-		if exPrev == nil {
-			s.posted[b] = ex.next
-		} else {
-			exPrev.next = ex.next
-		}
-		if s.postedTail[b] == ex {
-			s.postedTail[b] = exPrev
-		}
-		ex.next = nil
+		bl.unlink(exPrev, ex)
 	}
 	return ex
 }
@@ -275,22 +257,10 @@ func (t *recvTable) post(s *stripe, r *Request) *mcb {
 	r.postSeq = s.seq
 	r.next = nil
 	if exactKey(r) {
-		b := hashKey(key{r.srcProc, r.srcThread, r.dstThread, r.tag}) & t.mask
-		if tail := s.postedTail[b]; tail == nil {
-			s.posted[b] = r
-		} else {
-			tail.next = r
-		}
-		s.postedTail[b] = r
+		s.posted[hashKey(key{r.srcProc, r.srcThread, r.dstThread, r.tag})&t.mask].push(r)
 		return nil
 	}
-	ts := s.thread(r.dstThread)
-	if ts.wildTail == nil {
-		ts.wildHead = r
-	} else {
-		ts.wildTail.next = r
-	}
-	ts.wildTail = r
+	s.thread(r.dstThread).wild.push(r)
 	return nil
 }
 
@@ -298,44 +268,10 @@ func (t *recvTable) post(s *stripe, r *Request) *mcb {
 // posted (already matched). The stripe must be locked.
 func (t *recvTable) unpost(s *stripe, r *Request) bool {
 	if exactKey(r) {
-		b := hashKey(key{r.srcProc, r.srcThread, r.dstThread, r.tag}) & t.mask
-		var prev *Request
-		for q := s.posted[b]; q != nil; prev, q = q, q.next {
-			if q == r {
-				if prev == nil {
-					s.posted[b] = r.next
-				} else {
-					prev.next = r.next
-				}
-				if s.postedTail[b] == r {
-					s.postedTail[b] = prev
-				}
-				r.next = nil
-				return true
-			}
-		}
-		return false
+		return s.posted[hashKey(key{r.srcProc, r.srcThread, r.dstThread, r.tag})&t.mask].remove(r)
 	}
 	ts := s.threads[r.dstThread]
-	if ts == nil {
-		return false
-	}
-	var prev *Request
-	for q := ts.wildHead; q != nil; prev, q = q, q.next {
-		if q == r {
-			if prev == nil {
-				ts.wildHead = r.next
-			} else {
-				prev.next = r.next
-			}
-			if ts.wildTail == r {
-				ts.wildTail = prev
-			}
-			r.next = nil
-			return true
-		}
-	}
-	return false
+	return ts != nil && ts.wild.remove(r)
 }
 
 // drain removes every posted receive and unexpected message (on close).
@@ -344,12 +280,12 @@ func (t *recvTable) drain() (posted []*Request, unexp []*mcb) {
 		s := &t.stripes[i]
 		s.mu.Lock()
 		for b := range s.posted {
-			for r := s.posted[b]; r != nil; {
+			for r := s.posted[b].head; r != nil; {
 				n := r.next
 				posted = append(posted, r)
 				r = n
 			}
-			s.posted[b], s.postedTail[b] = nil, nil
+			s.posted[b] = reqList{}
 			for j := s.unexp[b]; j != nilMCB; {
 				m := t.pool.at(j)
 				j = m.hnext
@@ -358,12 +294,12 @@ func (t *recvTable) drain() (posted []*Request, unexp []*mcb) {
 			s.unexp[b], s.unexpTail[b] = nilMCB, nilMCB
 		}
 		for _, ts := range s.threads {
-			for r := ts.wildHead; r != nil; {
+			for r := ts.wild.head; r != nil; {
 				n := r.next
 				posted = append(posted, r)
 				r = n
 			}
-			ts.wildHead, ts.wildTail = nil, nil
+			ts.wild = reqList{}
 			ts.arrHead, ts.arrTail = nilMCB, nilMCB
 			select {
 			case ts.notify <- struct{}{}:

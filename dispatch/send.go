@@ -156,8 +156,8 @@ func (p *peer) fill(b *batch, rs routeSet, now int64) {
 			p.build(b, rt, en)
 		}
 	}
-	for !b.full() && t.qhead != nil && t.pipe() < cwnd && t.rlen < t.peerWin {
-		r := t.qhead
+	for !b.full() && t.queue.head != nil && t.pipe() < cwnd && t.rlen < t.peerWin {
+		r := t.queue.head
 		if !r.started {
 			r.started = true
 			r.msgID = t.nextMsgID
@@ -170,11 +170,7 @@ func (p *peer) fill(b *batch, rs routeSet, now int64) {
 		t.nextSeq++
 		r.nextFrag++
 		if r.nextFrag == r.nfrag {
-			t.qhead = r.next
-			if t.qhead == nil {
-				t.qtail = nil
-			}
-			r.next = nil
+			t.queue.unlink(nil, r)
 		}
 		p.build(b, r.rt, t.at(t.rlen-1))
 	}
@@ -502,13 +498,13 @@ func (p *peer) drainTx() []*Request {
 			reqs = append(reqs, r)
 		}
 	}
-	for r := t.qhead; r != nil; r = r.next {
+	for r := t.queue.head; r != nil; r = r.next {
 		reqs = append(reqs, r)
 	}
 	for t.rlen > 0 {
 		t.pop()
 	}
-	t.qhead, t.qtail = nil, nil
+	t.queue = reqList{}
 	return reqs
 }
 
@@ -531,21 +527,7 @@ func (e *Engine) cancelSend(r *Request) {
 	}
 	r.canceled = true
 	if r.nextFrag < r.nfrag || !r.started {
-		var prev *Request
-		for q := t.qhead; q != nil; prev, q = q, q.next {
-			if q == r {
-				if prev == nil {
-					t.qhead = r.next
-				} else {
-					prev.next = r.next
-				}
-				if t.qtail == r {
-					t.qtail = prev
-				}
-				r.next = nil
-				break
-			}
-		}
+		t.queue.remove(r)
 	}
 	if r.started {
 		for i := 0; i < t.rlen; i++ {

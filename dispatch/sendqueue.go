@@ -25,7 +25,7 @@ type txEntry struct {
 // fragment in flight points back at its message, so an acknowledgement
 // updates the status of exactly that message.
 type txStream struct {
-	qhead, qtail *Request // messages with fragments not yet cut
+	queue reqList // messages with fragments not yet cut
 
 	ring    []txEntry // in flight, ordered by seq, as a ring
 	rhead   int
@@ -98,21 +98,13 @@ func (t *txStream) find(seq uint64) *txEntry {
 	return t.at(int(seq - first))
 }
 
-func (t *txStream) enqueue(r *Request) {
-	r.next = nil
-	if t.qtail == nil {
-		t.qhead = r
-	} else {
-		t.qtail.next = r
-	}
-	t.qtail = r
-}
+func (t *txStream) enqueue(r *Request) { t.queue.push(r) }
 
 // pipe estimates the fragments in the network: in flight, neither
 // selectively acknowledged nor presumed lost.
 func (t *txStream) pipe() int { return t.rlen - t.nSacked - t.nNeed }
 
-func (t *txStream) idle() bool { return t.rlen == 0 && t.qhead == nil }
+func (t *txStream) idle() bool { return t.rlen == 0 && t.queue.head == nil }
 
 // sampleRTT folds one round-trip measurement into the estimator (RFC 6298).
 func (t *txStream) sampleRTT(d time.Duration, minRTO, maxRTO time.Duration) {
