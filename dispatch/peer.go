@@ -80,9 +80,6 @@ type peer struct {
 	rx       rxStream
 	ackTimer *time.Timer // sends a delayed acknowledgement; guarded by rxmu
 	ackArmed bool
-	// ackNext links peers with an ack pending in one dispatcher batch.
-	ackNext *peer
-	inBatch bool
 }
 
 func newPeer(e *Engine, proc ProcID) *peer {

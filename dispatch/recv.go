@@ -19,12 +19,6 @@ func (r *Request) setRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag 
 // thread's blocking calls allocate nothing.
 func (r *Request) Reuse() { r.reset() }
 
-// SetSend fills a reusable request as a send.
-func (r *Request) SetSend(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) {
-	r.kind = sendReq
-	r.setSend(src, dstProc, dstThread, tag, data)
-}
-
 // SetUrgent asks the destination to acknowledge the message as soon as it
 // has it rather than wait for data going back to carry the
 // acknowledgement: for a sender that blocks until the message is accepted.

@@ -85,15 +85,6 @@ func (r *Request) complete(err error) bool {
 	return true
 }
 
-// claim takes the right to complete the request; finish publishes it.
-func (r *Request) claim() bool { return r.state.CompareAndSwap(statePending, stateClaimed) }
-
-func (r *Request) finish(err error) {
-	r.err = err
-	r.state.Store(stateDone)
-	r.done <- struct{}{}
-}
-
 // Test reports whether the request has completed, and its error if so.
 func (r *Request) Test() (bool, error) {
 	if r.state.Load() == stateDone {
