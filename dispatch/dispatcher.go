@@ -188,6 +188,9 @@ func (pt *port) onData(p *peer, h *wire.Header, body []byte) {
 		if !rx.finished(h.MsgID) {
 			if m := rx.inprog[h.MsgID]; m != nil {
 				delete(rx.inprog, h.MsgID)
+				if m.owner != nil {
+					e.releaseOwner(m, nil) // the receive waits for another message
+				}
 				e.freeMCB(m)
 			}
 			pt.delivered = rx.complete(h.MsgID, nil, pt.delivered)

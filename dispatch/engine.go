@@ -344,10 +344,6 @@ func (e *Engine) Close() error {
 			for id, m := range p.rx.held {
 				delete(p.rx.held, id)
 				if m != nil {
-					if r := m.owner; r != nil {
-						e.disown(m)
-						r.complete(ErrClosed)
-					}
 					e.freeMCB(m)
 				}
 			}

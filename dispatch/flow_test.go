@@ -335,3 +335,30 @@ func TestPeerRestart(t *testing.T) {
 	exchange(e1b, e0, 4)
 	exchange(e0, e1b, 5)
 }
+
+// A send cancelled while a posted receive owns its message leaves that
+// receive posted for the next message.
+func TestCancelledSendFreesOwner(t *testing.T) {
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	slow := faulty.Wrap(a, faulty.Faults{Delay: 2 * time.Millisecond})
+	e0, e1 := pair(t, slow, b, Config{Window: 64})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := e1.NewRecv(0, 0, 0, 1, make([]byte, 8<<20))
+	e1.Start(r)
+	s := e0.NewSend(0, 1, 0, 1, pattern(8<<20, 1))
+	e0.Start(s)
+	for r.ownerPeer.Load() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	s.Cancel()
+	if err := s.Wait(ctx); !errors.Is(err, ErrCanceled) {
+		t.Fatalf("cancelled send: %v", err)
+	}
+	e0.Start(e0.NewSend(0, 1, 0, 1, []byte("next")))
+	if err := r.Wait(ctx); err != nil || string(r.Data()) != "next" {
+		t.Fatalf("receive got %d bytes, %v", len(r.Data()), err)
+	}
+}

@@ -117,11 +117,10 @@ func (p *peer) checkInc(inc uint32) bool {
 	}
 	copy(p.retired[1:], p.retired[:])
 	p.retired[0] = cur
-	err := &PeerDownError{Proc: p.proc, Reason: "process restarted"}
 	p.restartTx()
 	p.ackedCum.Store(0)
 	p.rxmu.Lock()
-	p.e.dropOwned(p, err)
+	p.e.dropOwned(p, nil) // receives wait for the new process's messages
 	for id, m := range p.rx.inprog {
 		delete(p.rx.inprog, id)
 		p.e.freeMCB(m)

@@ -268,15 +268,43 @@ func (e *Engine) Probe(ctx context.Context, dst ThreadID, srcProc ProcID, srcThr
 	}
 }
 
-// dropOwned ends every message from p that a receive owns, failing the
-// receive with err (the message can no longer complete). p.rxmu is held.
+// dropOwned ends every message from p that a receive owns, in progress or
+// held for an earlier one: the message can no longer complete. With a nil
+// err the receive is posted again (the message was withdrawn, a new one may
+// match it); otherwise it fails with err. p.rxmu is held.
 func (e *Engine) dropOwned(p *peer, err error) {
 	for id, m := range p.rx.inprog {
-		if r := m.owner; r != nil {
-			e.disown(m)
-			r.complete(err)
+		if m.owner != nil {
+			e.releaseOwner(m, err)
 			delete(p.rx.inprog, id)
 			e.freeMCB(m)
 		}
+	}
+	for id, m := range p.rx.held {
+		if m != nil && m.owner != nil {
+			e.releaseOwner(m, err)
+			delete(p.rx.held, id)
+			e.freeMCB(m)
+		}
+	}
+}
+
+// releaseOwner detaches the receive that owns m, which is being dropped,
+// and fails it with err or, with a nil err, posts it again. p.rxmu is held.
+func (e *Engine) releaseOwner(m *mcb, err error) {
+	r := m.owner
+	m.owner, m.data = nil, nil
+	r.owned = nil
+	r.ownerPeer.Store(nil)
+	if err != nil {
+		r.complete(err)
+		return
+	}
+	s := e.table.stripe(r.dstThread)
+	s.mu.Lock()
+	found := e.table.post(s, r)
+	s.mu.Unlock()
+	if found != nil {
+		e.fillFromMCB(r, found)
 	}
 }
