@@ -290,7 +290,7 @@ func (e *Engine) release(n int64) {
 func (e *Engine) freeMCB(m *mcb) {
 	n := m.reserved
 	if m.data != nil && m.total <= chunkSize {
-		e.bufs.put(m.data)
+		e.bufs.put(m.data, m.box)
 	}
 	e.pool.put(m)
 	e.release(n)

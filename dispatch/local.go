@@ -52,7 +52,7 @@ func (e *Engine) tryLocal(r *Request) bool {
 	m.key = k
 	m.total = uint64(n)
 	if n <= chunkSize {
-		m.data = e.bufs.get(int(n))
+		m.data, m.box = e.bufs.get(int(n))
 	} else {
 		m.data = make([]byte, n)
 	}

@@ -49,6 +49,7 @@ type mcb struct {
 	bits   [][]uint64         // fragment bitmap, blocks of bitBlock bits
 	chunks []*[chunkSize]byte // storage of a large message, filled as it arrives
 	data   []byte             // contiguous storage: small, owned or handed over
+	box    *[]byte            // the pool's box of a small data buffer
 
 	// owner is the posted receive that took this message when its first
 	// fragment arrived; the fragments are then placed straight into the
@@ -91,7 +92,7 @@ func (m *mcb) start(total uint64, fragSize uint32, nfrag uint32, pool *bufPool) 
 	if m.data != nil {
 		// Storage supplied by the receive that owns the message.
 	} else if total <= chunkSize {
-		m.data = pool.get(int(total))
+		m.data, m.box = pool.get(int(total))
 	} else {
 		m.chunks = make([]*[chunkSize]byte, (total+chunkSize-1)/chunkSize)
 	}
@@ -183,7 +184,7 @@ func (m *mcb) clear() {
 		m.bits = nil
 	}
 	m.releaseChunks()
-	m.data = nil
+	m.data, m.box = nil, nil
 	m.owner = nil
 	m.hnext, m.tprev, m.tnext = nilMCB, nilMCB, nilMCB
 }
@@ -247,22 +248,25 @@ func sizeClass(n int) int {
 	return c
 }
 
-func (bp *bufPool) get(n int) []byte {
+// get returns a buffer of n bytes and, when it came from the pool, the
+// box that carried it (for put, so that returning it allocates nothing).
+func (bp *bufPool) get(n int) ([]byte, *[]byte) {
 	if n == 0 {
-		return []byte{}
+		return []byte{}, nil
 	}
 	c := sizeClass(n)
 	if c >= len(bp.classes) {
-		return make([]byte, n)
+		return make([]byte, n), nil
 	}
 	if v := bp.classes[c].Get(); v != nil {
-		b := *(v.(*[]byte))
-		return b[:n]
+		box := v.(*[]byte)
+		return (*box)[:n], box
 	}
-	return make([]byte, n, 1<<c)
+	return make([]byte, n, 1<<c), nil
 }
 
-func (bp *bufPool) put(b []byte) {
+// put returns b, in its box if it has one.
+func (bp *bufPool) put(b []byte, box *[]byte) {
 	c := cap(b)
 	if c == 0 || c&(c-1) != 0 {
 		return
@@ -271,6 +275,9 @@ func (bp *bufPool) put(b []byte) {
 	if k >= len(bp.classes) {
 		return
 	}
-	b = b[:c]
-	bp.classes[k].Put(&b)
+	if box == nil {
+		box = new([]byte)
+	}
+	*box = b[:c]
+	bp.classes[k].Put(box)
 }

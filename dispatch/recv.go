@@ -19,6 +19,12 @@ func (r *Request) setRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag 
 // thread's blocking calls allocate nothing.
 func (r *Request) Reuse() { r.reset() }
 
+// SetSend fills an idle request (see Idle) as a send.
+func (r *Request) SetSend(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) {
+	r.kind = sendReq
+	r.setSend(src, dstProc, dstThread, tag, data)
+}
+
 // SetUrgent asks the destination to acknowledge the message as soon as it
 // has it rather than wait for data going back to carry the
 // acknowledgement: for a sender that blocks until the message is accepted.
@@ -122,7 +128,7 @@ func (e *Engine) fillFromMCB(r *Request, m *mcb) {
 		r.data = r.buf[:n]
 	} else {
 		r.data = m.bytes()
-		m.data = nil // handed over
+		m.data, m.box = nil, nil // handed over
 	}
 	r.srcProc, r.srcThread, r.tag = m.key.srcProc, m.key.srcThread, m.key.tag
 	e.freeMCB(m)

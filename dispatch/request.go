@@ -46,6 +46,9 @@ type Request struct {
 	owned     *mcb
 	ownerPeer atomic.Pointer[peer]
 
+	// refs counts the fragments in flight that point at this send.
+	refs atomic.Int32
+
 	// Send progress, guarded by the peer's mutex.
 	peer     *peer
 	rt       *route
@@ -69,9 +72,21 @@ func (r *Request) reset() {
 	case <-r.done:
 	default:
 	}
-	done, eng, kind := r.done, r.eng, r.kind
-	*r = Request{done: done, eng: eng, kind: kind}
+	r.state.Store(statePending)
+	r.err = nil
+	r.data, r.buf, r.next = nil, nil, nil
+	r.srcProc, r.srcThread, r.dstProc, r.dstThread, r.tag = 0, 0, 0, 0, 0
+	r.postSeq = 0
+	r.owned = nil
+	r.ownerPeer.Store(nil)
+	r.peer, r.rt = nil, nil
+	r.msgID, r.started, r.canceled, r.ackNow = 0, false, false, false
+	r.fragSize, r.nfrag, r.nextFrag, r.acked = 0, 0, 0, 0
 }
+
+// Idle reports whether the request has completed and the engine holds no
+// reference to it any more, so that its owner may reuse it.
+func (r *Request) Idle() bool { return r.state.Load() == stateDone && r.refs.Load() == 0 }
 
 // complete finishes the request once; later calls are ignored. It reports
 // whether this call completed it.

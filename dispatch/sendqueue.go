@@ -73,13 +73,20 @@ func (t *txStream) push(e txEntry) {
 	}
 	t.ring[(t.rhead+t.rlen)%len(t.ring)] = e
 	t.rlen++
+	if e.req != nil {
+		e.req.refs.Add(1)
+	}
 }
 
 func (t *txStream) pop() {
-	if e := &t.ring[t.rhead]; e.sacked {
+	e := &t.ring[t.rhead]
+	if e.sacked {
 		t.nSacked--
 	} else if e.need {
 		t.nNeed--
+	}
+	if e.req != nil {
+		e.req.refs.Add(-1)
 	}
 	t.ring[t.rhead] = txEntry{}
 	t.rhead = (t.rhead + 1) % len(t.ring)

@@ -204,3 +204,42 @@ func TestRDMAFallback(t *testing.T) {
 		t.Fatalf("ports: %+v", eps)
 	}
 }
+
+// The steady-state path allocates nothing per message when sending from
+// and receiving into Node.Alloc buffers: a blocking Send and RecvInto
+// ping-pong between two nodes, both sides counted.
+func TestSteadyStateAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
+	a, c := udpPair(t, pcor.Blocking)
+	ta, tc := a.NewThread(), c.NewThread()
+	ctx := context.Background()
+	go func() {
+		buf := c.Alloc(64)
+		for {
+			m, err := tc.RecvInto(ctx, ta.Addr(), 1, buf)
+			if err != nil {
+				return
+			}
+			if err := tc.Send(ctx, ta.Addr(), 1, m.Data); err != nil {
+				return
+			}
+		}
+	}()
+	msg, buf := a.Alloc(64), a.Alloc(64)
+	round := func() {
+		if err := ta.Send(ctx, tc.Addr(), 1, msg); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ta.RecvInto(ctx, tc.Addr(), 1, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		round() // warm the pools
+	}
+	if n := testing.AllocsPerRun(2000, round); n > 0.5 {
+		t.Fatalf("%.2f allocations per round trip", n)
+	}
+}

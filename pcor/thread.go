@@ -10,7 +10,8 @@ import (
 type Thread struct {
 	node *Node
 	id   ThreadID
-	req  *dispatch.Request // reused by the blocking calls
+	req  *dispatch.Request // reused by the blocking receives
+	sreq *dispatch.Request // reused by Send once the engine lets go of it
 }
 
 // Request is a pending non-blocking send or receive.
@@ -50,8 +51,15 @@ func (t *Thread) Isend(dst Addr, tag Tag, data []byte) *Request {
 // has accepted the whole message. If ctx ends first the send is cancelled.
 func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
 	// A send request can stay referenced by fragments in flight after it
-	// completes, so each send has its own.
-	r := t.node.eng.NewSend(t.id, dst.Proc, dst.Thread, tag, data)
+	// completes; it is reused only once the engine holds none.
+	r := t.sreq
+	if r != nil && r.Idle() {
+		r.Reuse()
+		r.SetSend(t.id, dst.Proc, dst.Thread, tag, data)
+	} else {
+		r = t.node.eng.NewSend(t.id, dst.Proc, dst.Thread, tag, data)
+		t.sreq = r
+	}
 	r.SetUrgent()
 	t.node.eng.Start(r)
 	return t.wait(ctx, r)
