@@ -15,8 +15,9 @@ func (r *Request) setRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag 
 	r.dstThread, r.srcProc, r.srcThread, r.tag, r.buf = dst, srcProc, srcThread, tag, buf
 }
 
-// Reuse re-arms a completed request for the same kind of operation, so a
-// thread's blocking calls allocate nothing.
+// Reuse re-arms a completed request, so a thread's blocking calls allocate
+// nothing. A send may be reused only once Idle reports true: fragments in
+// flight can refer to it after it completed.
 func (r *Request) Reuse() { r.reset() }
 
 // SetSend fills an idle request (see Idle) as a send.
