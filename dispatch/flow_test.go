@@ -253,11 +253,7 @@ func TestThousandThreads(t *testing.T) {
 // for it; cancelling that receive mid-way keeps the message whole for the
 // next receive.
 func TestOwnedReceiveCancel(t *testing.T) {
-	n := mem.NewNetwork()
-	a, _ := n.Listen("a")
-	b, _ := n.Listen("b")
-	slow := faulty.Wrap(a, faulty.Faults{Delay: 2 * time.Millisecond})
-	e0, e1 := pair(t, slow, b, Config{Window: 64})
+	e0, e1 := slowPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	data := pattern(8<<20, 5)
@@ -339,11 +335,7 @@ func TestPeerRestart(t *testing.T) {
 // A send cancelled while a posted receive owns its message leaves that
 // receive posted for the next message.
 func TestCancelledSendFreesOwner(t *testing.T) {
-	n := mem.NewNetwork()
-	a, _ := n.Listen("a")
-	b, _ := n.Listen("b")
-	slow := faulty.Wrap(a, faulty.Faults{Delay: 2 * time.Millisecond})
-	e0, e1 := pair(t, slow, b, Config{Window: 64})
+	e0, e1 := slowPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r := e1.NewRecv(0, 0, 0, 1, make([]byte, 8<<20))
@@ -361,4 +353,14 @@ func TestCancelledSendFreesOwner(t *testing.T) {
 	if err := r.Wait(ctx); err != nil || string(r.Data()) != "next" {
 		t.Fatalf("receive got %d bytes, %v", len(r.Data()), err)
 	}
+}
+
+// slowPair is a pair of engines whose sends from 0 to 1 are delayed, so a
+// large message stays under way long enough to act on it.
+func slowPair(t *testing.T) (*Engine, *Engine) {
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	slow := faulty.Wrap(a, faulty.Faults{Delay: 2 * time.Millisecond})
+	return pair(t, slow, b, Config{Window: 64})
 }

@@ -65,18 +65,7 @@ func dropRandom(t *testing.T, ns string, pct int) {
 // inNetns starts the test binary in namespace ns in the given role.
 func inNetns(t *testing.T, ns, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
-	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^$")
-	cmd.Env = append(append(os.Environ(), "PCOR_TEST_ROLE="+role), env...)
-	cmd.Stderr = os.Stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd, bufio.NewReader(out)
+	return spawn(t, []string{"ip", "netns", "exec", ns}, role, env...)
 }
 
 // sinkPeer (process 1) receives messages and checks them against the

@@ -76,12 +76,14 @@ func echo(t *pcor.Thread) int {
 	}
 }
 
-// startPeer starts the test binary as process 1 in role and returns its
-// address once it is listening.
-func startPeer(t *testing.T, role string, self *pcor.Node) (*exec.Cmd, string) {
+// spawn starts the test binary in role, behind the command prefix (e.g.
+// ip netns exec NS), and returns it with its standard output. It is killed
+// when the test ends.
+func spawn(t *testing.T, prefix []string, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PCOR_TEST_ROLE="+role, "PCOR_TEST_PEER="+self.Endpoints()[0].Addr)
+	argv := append(append([]string(nil), prefix...), os.Args[0], "-test.run=^$")
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(append(os.Environ(), "PCOR_TEST_ROLE="+role), env...)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -91,7 +93,15 @@ func startPeer(t *testing.T, role string, self *pcor.Node) (*exec.Cmd, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	return cmd, bufio.NewReader(out)
+}
+
+// startPeer starts the test binary as process 1 in role and returns its
+// address once it is listening.
+func startPeer(t *testing.T, role string, self *pcor.Node) (*exec.Cmd, string) {
+	t.Helper()
+	cmd, out := spawn(t, nil, role, "PCOR_TEST_PEER="+self.Endpoints()[0].Addr)
+	line, err := out.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "ADDR ") {
 		t.Fatalf("peer did not start: %q %v", line, err)
 	}
