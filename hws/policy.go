@@ -1,0 +1,253 @@
+package hws
+
+import (
+	"fmt"
+	"math/bits"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+)
+
+// Kind names a stealing policy.
+type Kind uint8
+
+const (
+	// Random: an idle process asks a uniformly chosen other process and
+	// waits for the answer.
+	Random Kind = iota
+	// CRS: cluster-aware random stealing (Satin). At most one
+	// asynchronous request to a random process of another group is
+	// outstanding per process; meanwhile it asks processes of its own group
+	// synchronously.
+	CRS
+	// HWS: hierarchical work stealing. Tasks above the depth limit are
+	// global and stay on the master's global stack; masters steal global
+	// tasks from each other; everyone else steals only inside the group.
+	HWS
+)
+
+var kindNames = [...]string{Random: "random", CRS: "crs", HWS: "hws"}
+
+func (k Kind) String() string {
+	if int(k) < len(kindNames) {
+		return kindNames[k]
+	}
+	return "Kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Stack names one of a process's task stacks.
+type Stack uint8
+
+const (
+	// Local is the process's ordinary stack (a deque: the owner takes
+	// the newest task, thieves the oldest).
+	Local Stack = iota
+	// Global is a master's stack of global tasks (hws only): its owner
+	// takes the newest, other masters steal the oldest.
+	Global
+)
+
+func (s Stack) String() string {
+	if s == Global {
+		return "global"
+	}
+	return "local"
+}
+
+// Policy is a between-process stealing policy. The zero value is Random.
+// Its methods are pure: they read the groups they are given and the
+// random source, and change nothing.
+type Policy struct {
+	Kind Kind
+	// DepthLimit is the hws depth limit: tasks created at a depth below
+	// it (the root has depth 0) are global. Zero or negative: the default
+	// for the group count (DefaultDepthLimit).
+	DepthLimit int
+}
+
+// Policies lists the policy names Parse accepts.
+var Policies = []string{"random", "crs", "hws"}
+
+// Parse reads a policy name: "random", "crs", "hws", or "hws:L" for hws
+// with depth limit L.
+func Parse(s string) (Policy, error) {
+	name, arg, hasArg := strings.Cut(strings.TrimSpace(s), ":")
+	for k, n := range kindNames {
+		if !strings.EqualFold(name, n) {
+			continue
+		}
+		p := Policy{Kind: Kind(k)}
+		if hasArg {
+			l, err := strconv.Atoi(arg)
+			if Kind(k) != HWS || err != nil || l < 1 || l > 64 {
+				return Policy{}, fmt.Errorf("hws: bad policy argument in %q (want hws:L, 1 <= L <= 64)", s)
+			}
+			p.DepthLimit = l
+		}
+		return p, nil
+	}
+	return Policy{}, fmt.Errorf("hws: unknown policy %q (want one of %s)", s, strings.Join(Policies, ", "))
+}
+
+func (p Policy) String() string {
+	if p.Kind == HWS && p.DepthLimit > 0 {
+		return "hws:" + strconv.Itoa(p.DepthLimit)
+	}
+	return p.Kind.String()
+}
+
+// DefaultDepthLimit is the hws depth limit used for g groups: none (every
+// task local) for a single group, else ⌈log2 g⌉ + 3, which on a binary task
+// tree gives about eight global blocks per group, enough for the masters to
+// balance the groups while few tasks ever cross a slow link.
+func DefaultDepthLimit(groups int) int {
+	if groups <= 1 {
+		return 0
+	}
+	return bits.Len(uint(groups-1)) + 3
+}
+
+// Limit is the depth limit in force with groups g (hws), or 0.
+func (p Policy) Limit(g *Groups) int {
+	if p.Kind != HWS {
+		return 0
+	}
+	if p.DepthLimit > 0 {
+		return p.DepthLimit
+	}
+	return DefaultDepthLimit(g.Len())
+}
+
+// Place returns the stack a task created at depth by proc goes on: under
+// hws, tasks above the depth limit created by a master are global; every
+// other task is local. (A member never creates a global task once the
+// root runs on a master, since only masters run global tasks; should it,
+// the task stays local, inside its group.)
+func (p Policy) Place(g *Groups, proc uint32, depth int) Stack {
+	if p.Kind == HWS && depth < p.Limit(g) && g.IsMaster(proc) {
+		return Global
+	}
+	return Local
+}
+
+var (
+	orderLocal       = []Stack{Local}
+	orderLocalGlobal = []Stack{Local, Global}
+	orderGlobalLocal = []Stack{Global, Local}
+)
+
+// Order returns the stacks proc takes its next task from, first to last,
+// before it steals. A hws master works on its local stack before opening
+// a new global task, unless its group is hungry (a member's steal from it
+// failed since it last opened one): then it opens a global task first, to
+// hand its group new local work. The slice is shared: do not modify it.
+func (p Policy) Order(g *Groups, proc uint32, hungry bool) []Stack {
+	if p.Kind != HWS || !g.IsMaster(proc) {
+		return orderLocal
+	}
+	if hungry {
+		return orderGlobalLocal
+	}
+	return orderLocalGlobal
+}
+
+// Thief is what Next needs to know about an idle process.
+type Thief struct {
+	Proc uint32
+	// WideOutstanding is set while an asynchronous request to another
+	// group is unanswered.
+	WideOutstanding bool
+}
+
+// Steal is a steal request to issue.
+type Steal struct {
+	Victim uint32
+	// Wide is set when the victim is in another group.
+	Wide bool
+	// Async is set when the thief does not wait for the answer: it sends
+	// the request, marks it outstanding, and asks Next again for a
+	// request inside its group.
+	Async bool
+	// From is the victim's stack the task is to come from.
+	From Stack
+}
+
+// Next returns the request an idle process should send now, or false when
+// there is no one to ask (a lone process, or one whose only possible
+// request is already outstanding): it then waits for an answer or for work.
+func (p Policy) Next(g *Groups, t Thief, r *rand.Rand) (Steal, bool) {
+	gi, ok := g.Of(t.Proc)
+	if !ok {
+		return Steal{}, false
+	}
+	switch p.Kind {
+	case Random:
+		all := g.All()
+		if len(all) < 2 {
+			return Steal{}, false
+		}
+		i := r.IntN(len(all) - 1)
+		if all[i] >= t.Proc { // skip self: all is sorted and holds t.Proc
+			i++
+		}
+		v := all[i]
+		return Steal{Victim: v, Wide: !g.Same(v, t.Proc)}, true
+	case CRS:
+		if !t.WideOutstanding && g.Len() > 1 {
+			return Steal{Victim: remote(g, gi, r), Wide: true, Async: true}, true
+		}
+		return inGroup(g, gi, t.Proc, r)
+	case HWS:
+		if g.IsMaster(t.Proc) && !t.WideOutstanding && g.Len() > 1 {
+			k := r.IntN(g.Len() - 1)
+			if k >= gi {
+				k++
+			}
+			return Steal{Victim: g.Master(k), Wide: true, Async: true, From: Global}, true
+		}
+		return inGroup(g, gi, t.Proc, r)
+	}
+	return Steal{}, false
+}
+
+// Serve returns the stack a victim gives a task from for request s, or
+// false when the policy forbids the request: under hws a task on a local
+// stack never leaves its group, and only a master has a global stack.
+func (p Policy) Serve(g *Groups, victim uint32, s Steal) (Stack, bool) {
+	if p.Kind != HWS {
+		return Local, s.From == Local
+	}
+	if s.From == Global {
+		return Global, g.IsMaster(victim)
+	}
+	return Local, !s.Wide
+}
+
+// inGroup picks a uniformly random other process of group gi.
+func inGroup(g *Groups, gi int, self uint32, r *rand.Rand) (Steal, bool) {
+	m := g.Members(gi)
+	if len(m) < 2 {
+		return Steal{}, false
+	}
+	i := r.IntN(len(m) - 1)
+	if m[i] >= self { // skip self: m is sorted and holds self
+		i++
+	}
+	return Steal{Victim: m[i]}, true
+}
+
+// remote picks a uniformly random process outside group gi.
+func remote(g *Groups, gi int, r *rand.Rand) uint32 {
+	k := r.IntN(g.Procs() - len(g.Members(gi)))
+	for i := range g.Len() {
+		if i == gi {
+			continue
+		}
+		m := g.Members(i)
+		if k < len(m) {
+			return m[k]
+		}
+		k -= len(m)
+	}
+	panic("unreachable")
+}
