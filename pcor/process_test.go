@@ -79,7 +79,7 @@ func echo(t *pcor.Thread) int {
 // spawn starts the test binary in role, behind the command prefix (e.g.
 // ip netns exec NS), and returns it with its standard output. It is killed
 // when the test ends.
-func spawn(t *testing.T, prefix []string, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
+func spawn(t testing.TB, prefix []string, role string, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
 	argv := append(append([]string(nil), prefix...), os.Args[0], "-test.run=^$")
 	cmd := exec.Command(argv[0], argv[1:]...)
