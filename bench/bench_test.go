@@ -81,8 +81,26 @@ func TestRoundtrip(t *testing.T) {
 	if len(r.Fits) == 0 {
 		t.Error("no Hockney fit")
 	}
-	r = runJSON(t, "roundtrip", "--placement", "procs", "--sizes", "1,100K")
-	checkPoints(t, r, sizeKeys(1, 100<<10), []string{"udp", "pcor/blocking"}, []string{"udp"})
+	r = runJSON(t, "roundtrip", "--placement", "procs", "--sizes", "1,100K", "--mode", "blocking,polling")
+	base := []string{"udpconn", "sys", "sys-poll"}
+	checkPoints(t, r, sizeKeys(1, 100<<10), append(base, "pcor/blocking", "pcor/polling"), base)
+	checkPerOp(t, r)
+}
+
+// checkPerOp verifies every point carries plausible per-operation
+// spending: some CPU, and at least the two sends and receives of a round
+// trip where system calls are counted.
+func checkPerOp(t *testing.T, r *report.Result) {
+	t.Helper()
+	for _, p := range r.Points {
+		if p.Per == nil || p.Per.CPU <= 0 {
+			t.Errorf("%s at %d: per-operation figures %+v", p.Series, p.Size, p.Per)
+			continue
+		}
+		if r.Command == "roundtrip" && p.Per.Syscalls >= 0 && p.Per.Syscalls < 2 {
+			t.Errorf("%s at %d: %.1f system calls per round trip", p.Series, p.Size, p.Per.Syscalls)
+		}
+	}
 }
 
 func TestThroughput(t *testing.T) {
@@ -93,6 +111,7 @@ func TestThroughput(t *testing.T) {
 			base = []string{"chan", "tcp"}
 		}
 		checkPoints(t, r, sizeKeys(64, 70000), append(base, "pcor/blocking"), base)
+		checkPerOp(t, r)
 	}
 }
 
@@ -156,6 +175,7 @@ func TestBadCommandLines(t *testing.T) {
 		{"roundtrip", "--sizes", "0"},
 		{"roundtrip", "--sizes", "128M"},
 		{"roundtrip", "--placement", "remote"},
+		{"roundtrip", "--reps", "0"},
 		{"roundtrip", "--placement", "mars"},
 		{"roundtrip", "--mode", "spin"},
 		{"roundtrip", "--fabric", "carrier-pigeon"},
@@ -187,7 +207,7 @@ func TestReport(t *testing.T) {
 	dir := t.TempDir()
 	var out, errb bytes.Buffer
 	args := []string{"report", "--out", dir, "--sizes", "1,64K", "--threads", "1,5", "--iters", "4", "--contention-iters", "20",
-		"--warmup", "1", "--duration", "5ms", "--reps", "1"}
+		"--warmup", "1", "--duration", "5ms", "--reps", "1", "--idle", "20ms"}
 	if err := run(ctx, args, &out, &errb); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
@@ -196,22 +216,31 @@ func TestReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"go run ./bench report", "nproc:", "Go: go1", "## Targets", "results.svg",
-		"### roundtrip, procs", "### contention, same", "blocking/udp", "[RESULTS-rdma.md](RESULTS-rdma.md)"} {
+		"### roundtrip, procs", "### contention, same", "### idle, procs", "blocking/udpconn", "blocking/udp",
+		"[RESULTS-rdma.md](RESULTS-rdma.md)", "load average at the start", "per round trip, both processes"} {
 		if !bytes.Contains(md, []byte(s)) {
 			t.Errorf("RESULTS.md lacks %q", s)
 		}
 	}
 	// The 1 B round-trip targets were measured; 1000-thread contention was not.
-	if !regexpMatch(`1 B round trip ≤ 1.3x raw UDP ping-pong \| [0-9.]+x \| (yes|no) \|`, md) {
+	if !regexpMatch(`1 B round trip ≤ 1.3x net.UDPConn ping-pong \| [0-9.]+x \| (yes|no) \|`, md) {
 		t.Errorf("round-trip target row missing:\n%s", md)
 	}
-	if !bytes.Contains(md, []byte("1000 threads ≥ 80% of the best rate | not measured")) {
+	if !bytes.Contains(md, []byte("1000 threads ≥ 0.8x the best rate | not measured")) {
 		t.Error("unmeasured target not marked")
 	}
 	for _, f := range []string{"results.svg", "results.json"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+func TestIdle(t *testing.T) {
+	r := runJSON(t, "idle", "--placement", "procs", "--duration", "50ms")
+	p, ok := r.Get("pcor/blocking", 1, 0)
+	if !ok || p.Reps != 2 || p.Median < 0 || p.Median > 100 {
+		t.Errorf("idle point %+v", p)
 	}
 }
 

@@ -9,15 +9,21 @@
 //	go run ./bench throughput [flags]   one-way stream: MB/s per size
 //	go run ./bench rate       [flags]   small-message rate, one way (64 B): messages/s
 //	go run ./bench contention [flags]   N threads each receiving its own stream at once
+//	go run ./bench idle       [flags]   CPU an idle pair of blocking nodes burns: % of one CPU
 //	go run ./bench report     [flags]   all of them, both placements and modes: RESULTS.md and results.svg
 //
 // Every pcor figure is printed with the ratio of its median to the median
-// of a baseline measured in the same run: a Go channel ping-pong or stream
-// for threads of one process; raw UDP ping-pong and raw unbatched UDP
-// stream (fabric/udp with one datagram per system call) for two processes;
-// a raw TCP stream on loopback for large-message throughput. With
-// --placement procs the benchmark re-executes itself as the peer process,
-// for the baselines as for pcor.
+// of a baseline measured in the same run, the series sampled in turn
+// --reps times: a Go channel ping-pong (each side copying the payload) or
+// stream for threads of one process; for two processes, UDP ping-pongs
+// over a net.UDPConn, over a blocking socket read with x/sys on a locked
+// thread, and over a non-blocking socket polled the same way, a raw
+// unbatched UDP stream (fabric/udp with one datagram per system call), and
+// a raw TCP stream on loopback for large-message throughput. Beside each
+// time the table shows what both processes spent per round trip or
+// message: CPU time, context switches and system calls. With --placement
+// procs the benchmark re-executes itself as the peer processes, one per
+// series.
 //
 // With --fabric rdma and --placement procs the baseline is raw verbs
 // between the same two processes on the same RDMA device: a SEND/RECV
@@ -64,13 +70,14 @@ func serveChild() int {
 	return 0
 }
 
-const usage = `usage: bench <command> [flags]
+const usageText = `usage: bench <command> [flags]
 
 commands:
   roundtrip   ping-pong round-trip time per size (median, p99 µs)
   throughput  one-way stream throughput per size (MB/s)
   rate        one-way small-message rate (messages/s, 64 B by default)
   contention  N threads each receiving its own stream at once (msgs/s, MB/s)
+  idle        CPU burnt by an idle pair of nodes (% of one CPU)
   report      run everything for both placements and modes; write RESULTS.md and results.svg
 
 run "bench <command> -h" for the flags.
@@ -79,19 +86,19 @@ run "bench <command> -h" for the flags.
 // run executes one command line.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usageText)
 		return errors.New("no command given")
 	}
 	cmd := args[0]
 	switch cmd {
 	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usageText)
 		return nil
 	case "report":
 		return runReport(ctx, args[1:], stdout, stderr)
 	}
 	if _, ok := commands[cmd]; !ok {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usageText)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
 	o, err := parseOptions(cmd, args[1:], stderr)

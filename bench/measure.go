@@ -11,15 +11,20 @@ import (
 	"github.com/pcor-go/pcor/bench/internal/raw"
 	"github.com/pcor-go/pcor/bench/internal/report"
 	"github.com/pcor-go/pcor/bench/internal/sizes"
+	"github.com/pcor-go/pcor/bench/internal/stats"
+	"github.com/pcor-go/pcor/bench/internal/usage"
 	"github.com/pcor-go/pcor/fabric/rdma"
 )
 
 // measure runs one command and returns its result.
 //
 // Round trips, streams and rates are interleaved: at each size every series
-// (the baselines, then pcor) takes a sample in turn, so a load that comes
-// and goes on the machine weighs on all of them alike and the ratios of
-// medians stay fair. The baselines run during the first dispatcher mode.
+// (the baselines, then pcor in each dispatcher mode) takes a sample in
+// turn, --reps times, so a load that comes and goes on the machine weighs
+// on all of them alike and the ratios of medians stay fair. A polling
+// series runs only during its own samples (its node is opened for each),
+// so that its spinning does not slow the others down. Around each sample
+// the spending of both processes is read, for the per-operation figures.
 func measure(ctx context.Context, o options, stderr io.Writer) (*report.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
@@ -35,56 +40,68 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*report.Result, 
 	defer r.close()
 	res := &report.Result{Command: o.cmd, Placement: o.placement, Fabric: o.fabric, Unit: commands[o.cmd].unit}
 	col := newCollector()
-	var base []sampler
-	if o.baselines && o.cmd != "contention" {
-		base, err = r.openBaselines(ctx, res)
+	switch o.cmd {
+	case "contention", "idle":
+		for _, mode := range o.modes {
+			s, err := r.openPcor(mode)
+			if err != nil {
+				return nil, err
+			}
+			if o.cmd == "idle" {
+				err = r.idle(ctx, s, col)
+			} else {
+				err = r.contention(ctx, s, col)
+			}
+			s.close()
+			if err != nil {
+				return nil, err
+			}
+		}
+	default:
+		var series []sampler
 		defer func() {
-			for _, b := range base {
-				b.close()
+			for _, b := range series {
+				if b.close != nil {
+					b.close()
+				}
 			}
 		}()
-		if err != nil {
-			return nil, err
-		}
-	}
-	for i, mode := range o.modes {
-		s, err := r.openPcor(mode)
-		if err != nil {
-			return nil, err
-		}
-		if o.cmd == "contention" {
-			err = r.contention(ctx, s, col)
-		} else {
-			series := []sampler{}
-			if i == 0 {
-				series = append(series, base...)
-			}
-			var pc sampler
-			if pc, err = r.openPcorSampler(ctx, s); err == nil {
-				err = r.interleave(ctx, append(series, pc), col)
-				pc.close()
+		if o.baselines {
+			series, err = r.openBaselines(ctx, res)
+			if err != nil {
+				return nil, err
 			}
 		}
-		s.close()
-		if err != nil {
+		for _, mode := range o.modes {
+			pc, err := r.openPcorSampler(ctx, mode)
+			if err != nil {
+				return nil, err
+			}
+			series = append(series, pc)
+		}
+		if err := r.interleave(ctx, series, col); err != nil {
 			return nil, err
 		}
 	}
 	col.into(res)
-	if o.fabric != "udp" && o.baselines && o.cmd != "contention" {
+	if o.fabric != "udp" && o.baselines && o.cmd != "contention" && o.cmd != "idle" {
 		if r.verbsBaseline() {
 			res.Notes = append(res.Notes, verbsNote[o.cmd])
 		} else {
 			res.Notes = append(res.Notes, "the same-process baselines do not use the pcor fabric")
 		}
 	}
-	if len(o.modes) > 1 && len(base) > 0 {
-		res.Notes = append(res.Notes, "baselines sampled in turn with pcor/"+o.modes[0]+"; later modes are compared with those medians")
+	if why := usage.SyscallsUnavailable(); why != "" {
+		res.Notes = append(res.Notes, why)
 	}
-	if o.cmd == "roundtrip" {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d timed round trips per size up to 64K, fewer above; %d warm-up", o.iters, o.warmup))
-	} else {
-		res.Notes = append(res.Notes, fmt.Sprintf("%d samples per point; window %d", o.reps, o.window))
+	switch o.cmd {
+	case "roundtrip":
+		res.Notes = append(res.Notes, fmt.Sprintf("%d repetitions of %d timed round trips per size up to 64K (fewer above), each after %d warm-up; "+
+			"median of the repetitions' medians, ± their spread (max-min)/median", o.reps, o.repIters(64<<10), o.warmup))
+	case "idle":
+		res.Notes = append(res.Notes, fmt.Sprintf("%d samples of %s each: CPU of the busier of the two idle processes, %% of one CPU", o.reps, o.duration))
+	default:
+		res.Notes = append(res.Notes, fmt.Sprintf("%d repetitions per point, interleaved; window %d", o.reps, o.window))
 	}
 	res.Finish()
 	return res, nil
@@ -94,60 +111,132 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*report.Result, 
 type collector struct {
 	order []string
 	keys  map[string][][2]int
-	xs    map[string]map[[2]int][]float64
-	errs  map[string]map[[2]int]error
+	pts   map[string]map[[2]int]*entry
+}
+
+// entry is what the samples of one series at one size gave.
+type entry struct {
+	reps, all []float64
+	use       usage.Counts
+	ops       int64
+	metered   bool
+	err       error
+}
+
+// sampled is what one sample gives: its values (round-trip times, or one
+// MB/s or msg/s figure) and what both processes spent on its ops
+// operations (round trips or messages).
+type sampled struct {
+	xs      []float64
+	ops     int64
+	use     usage.Counts
+	metered bool
 }
 
 func newCollector() *collector {
-	return &collector{keys: map[string][][2]int{}, xs: map[string]map[[2]int][]float64{}, errs: map[string]map[[2]int]error{}}
+	return &collector{keys: map[string][][2]int{}, pts: map[string]map[[2]int]*entry{}}
 }
 
-func (c *collector) add(series string, size, threads int, xs []float64, err error) {
+func (c *collector) add(series string, size, threads int, s sampled, err error) {
 	k := [2]int{size, threads}
-	if c.xs[series] == nil {
+	if c.pts[series] == nil {
 		c.order = append(c.order, series)
-		c.xs[series] = map[[2]int][]float64{}
-		c.errs[series] = map[[2]int]error{}
+		c.pts[series] = map[[2]int]*entry{}
 	}
-	if _, seen := c.xs[series][k]; !seen {
+	e := c.pts[series][k]
+	if e == nil {
+		e = &entry{use: usage.Counts{HasSyscalls: true}}
+		c.pts[series][k] = e
 		c.keys[series] = append(c.keys[series], k)
 	}
-	c.xs[series][k] = append(c.xs[series][k], xs...)
-	if err != nil && c.errs[series][k] == nil {
-		c.errs[series][k] = err
+	if len(s.xs) > 0 {
+		e.reps = append(e.reps, median(s.xs))
+		e.all = append(e.all, s.xs...)
 	}
+	if s.metered && s.ops > 0 {
+		e.use = e.use.Add(s.use)
+		e.ops += s.ops
+		e.metered = true
+	}
+	if err != nil && e.err == nil {
+		e.err = err
+	}
+}
+
+func median(xs []float64) float64 {
+	sm, _ := stats.Summarize(xs)
+	return sm.Median
 }
 
 func (c *collector) into(res *report.Result) {
 	for _, s := range c.order {
 		for _, k := range c.keys[s] {
-			err := c.errs[s][k]
-			xs := c.xs[s][k]
-			if err != nil && len(xs) > 0 {
-				res.Notes = append(res.Notes, fmt.Sprintf("%s at %s: %d samples kept after: %v", s, sizes.Format(k[0]), len(xs), err))
+			e := c.pts[s][k]
+			err := e.err
+			if err != nil && len(e.reps) > 0 {
+				res.Notes = append(res.Notes, fmt.Sprintf("%s at %s: %d samples kept after: %v", s, sizes.Format(k[0]), len(e.reps), err))
 				err = nil
 			}
-			res.AddSamples(s, k[0], k[1], xs, err)
+			var per *report.PerOp
+			if e.metered {
+				n := float64(e.ops)
+				per = &report.PerOp{CPU: float64(e.use.CPU) / 1e3 / n, Switches: float64(e.use.Switches()) / n,
+					Voluntary: float64(e.use.Voluntary) / n, Syscalls: -1}
+				if e.use.HasSyscalls {
+					per.Syscalls = float64(e.use.Syscalls) / n
+				}
+			}
+			res.AddReps(s, k[0], k[1], e.reps, e.all, per, err)
 		}
 	}
 }
 
-// sampler is one series: a sample at a size is one or more values
-// (round-trip times, or one MB/s or msg/s figure).
+// sampler is one series.
 type sampler struct {
 	name   string
 	warm   func(ctx context.Context, size int) error // may be nil
-	sample func(ctx context.Context, size int) ([]float64, error)
+	sample func(ctx context.Context, size int) (sampled, error)
 	close  func()
+}
+
+// metered runs fn, one sample, and adds what this process and the far
+// process (if any) spent meanwhile. The far process is asked before and
+// after, outside this process's window; the few system calls of its
+// answers are counted in it.
+func metered(ctx context.Context, far *peer.Process, fn func() (sampled, error)) (sampled, error) {
+	var f0 usage.Counts
+	if far != nil {
+		var err error
+		if f0, err = far.Usage(ctx); err != nil {
+			return sampled{}, err
+		}
+	}
+	s0 := usage.Self()
+	out, err := fn()
+	use := usage.Self().Sub(s0)
+	if err != nil {
+		return out, err
+	}
+	if far != nil {
+		f1, err := far.Usage(ctx)
+		if err != nil {
+			return out, err
+		}
+		use = use.Add(f1.Sub(f0))
+	}
+	out.use, out.metered = use, true
+	return out, nil
+}
+
+// farProcess is the host as a peer process, or nil for this process.
+func farProcess(h peer.Host) *peer.Process {
+	p, _ := h.(*peer.Process)
+	return p
 }
 
 // interleave samples every series at every size, in turn.
 func (r *runner) interleave(ctx context.Context, ss []sampler, col *collector) error {
 	o := r.o
-	reps := o.reps
-	if o.cmd == "roundtrip" {
-		reps = 1
-	}
 	for _, size := range o.sizes {
 		failed := map[string]bool{}
 		for _, s := range ss {
@@ -156,21 +245,21 @@ func (r *runner) interleave(ctx context.Context, ss []sampler, col *collector) e
 				err := s.warm(c, size)
 				cancel()
 				if err != nil {
-					col.add(s.name, size, 0, nil, err)
+					col.add(s.name, size, 0, sampled{}, err)
 					failed[s.name] = true
 				}
 			}
 		}
-		for rep := 0; rep < reps; rep++ {
+		for rep := 0; rep < o.reps; rep++ {
 			for _, s := range ss {
 				if failed[s.name] {
 					continue
 				}
-				r.prog.Set("%s %s %s (sample %d/%d)", o.cmd, s.name, sizes.Format(size), rep+1, reps)
+				r.prog.Set("%s %s %s (sample %d/%d)", o.cmd, s.name, sizes.Format(size), rep+1, o.reps)
 				c, cancel := r.step(ctx)
-				xs, err := s.sample(c, size)
+				out, err := s.sample(c, size)
 				cancel()
-				col.add(s.name, size, 0, xs, err)
+				col.add(s.name, size, 0, out, err)
 				if err != nil {
 					failed[s.name] = true
 				}
@@ -191,17 +280,26 @@ func itersFor(n, size int) int {
 	return max(min(n, 10), n*(64<<10)/size)
 }
 
+// repIters is the number of timed round trips of one repetition at size.
+func (o *options) repIters(size int) int { return max(1, itersFor(o.iters, size)/o.reps) }
+
 // step bounds one measurement in time.
 func (r *runner) step(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 2*time.Minute+40*r.o.duration)
 }
 
 // value is the figure a stream sample gives for the command.
-func (r *runner) value(s raw.Sample) []float64 {
+func (r *runner) value(s raw.Sample) sampled {
+	v := s.Rate()
 	if r.o.cmd == "throughput" {
-		return []float64{s.MBps()}
+		v = s.MBps()
 	}
-	return []float64{s.Rate()}
+	return sampled{xs: []float64{v}, ops: s.Messages}
+}
+
+// roundTrips is a round-trip sample of n timed and warm untimed round trips.
+func roundTrips(xs []float64, warm int) sampled {
+	return sampled{xs: xs, ops: int64(len(xs) + warm)}
 }
 
 // openBaselines sets up the baselines of the command for the placement
@@ -212,7 +310,7 @@ func (r *runner) openBaselines(ctx context.Context, res *report.Result) ([]sampl
 	var names []string
 	switch o.cmd {
 	case "roundtrip":
-		names = []string{"udp"}
+		names = []string{raw.KindConn, raw.KindSys, raw.KindSysPoll}
 		if same {
 			names = []string{"chan"}
 		}
@@ -233,7 +331,10 @@ func (r *runner) openBaselines(ctx context.Context, res *report.Result) ([]sampl
 	for _, n := range names {
 		s, err := r.openBaseline(ctx, n)
 		if err != nil {
-			return out, fmt.Errorf("baseline %s: %w", n, err)
+			for _, b := range out {
+				b.close()
+			}
+			return nil, fmt.Errorf("baseline %s: %w", n, err)
 		}
 		out = append(out, s)
 	}
@@ -246,6 +347,7 @@ func (r *runner) openBaseline(ctx context.Context, name string) (sampler, error)
 	if err != nil {
 		return sampler{}, err
 	}
+	far := farProcess(host)
 	s := sampler{name: name, close: func() { host.Close() }}
 	if name == "verbs" {
 		return r.openVerbs(ctx, s, host)
@@ -253,27 +355,31 @@ func (r *runner) openBaseline(ctx context.Context, name string) (sampler, error)
 	if o.cmd == "roundtrip" {
 		switch name {
 		case "chan":
-			s.sample = func(ctx context.Context, size int) ([]float64, error) {
-				return raw.ChanPingPong(ctx, size, o.warmup, itersFor(o.iters, size))
+			s.sample = func(ctx context.Context, size int) (sampled, error) {
+				return metered(ctx, nil, func() (sampled, error) {
+					xs, err := raw.ChanPingPong(ctx, size, o.warmup, o.repIters(size))
+					return roundTrips(xs, o.warmup), err
+				})
 			}
-		case "udp":
-			p, err := raw.OpenUDP()
-			if err != nil {
-				host.Close()
-				return s, err
-			}
-			s.close = func() { p.Close(); host.Close() }
-			s.sample = func(ctx context.Context, size int) ([]float64, error) {
-				addr, err := host.Start(ctx, peer.Job{Kind: "udp-echo", Addr: p.LocalEndpoint().String(), Size: size})
+		default:
+			kind := name
+			// The echo runs only during its sample: a polling echo
+			// would otherwise spin through everyone else's.
+			s.sample = func(ctx context.Context, size int) (sampled, error) {
+				sock, err := raw.OpenDgram(kind)
 				if err != nil {
-					return nil, err
+					return sampled{}, err
+				}
+				addr, err := host.Start(ctx, peer.Job{Kind: kind + "-echo", Addr: raw.DgramAddr(sock), Size: size})
+				if err != nil {
+					raw.CloseDgram(sock)
+					return sampled{}, err
 				}
 				defer host.Stop(ctx)
-				to, err := p.ParseEndpoint(addr)
-				if err != nil {
-					return nil, err
-				}
-				return raw.PingPong(ctx, p, to, size, o.warmup, itersFor(o.iters, size))
+				return metered(ctx, far, func() (sampled, error) {
+					xs, err := raw.DgramPingPong(ctx, sock, addr, size, o.warmup, o.repIters(size))
+					return roundTrips(xs, o.warmup), err
+				})
 			}
 		}
 		return s, nil
@@ -281,9 +387,11 @@ func (r *runner) openBaseline(ctx context.Context, name string) (sampler, error)
 	var seq uint64
 	switch name {
 	case "chan":
-		s.sample = func(ctx context.Context, size int) ([]float64, error) {
-			smp, err := raw.ChanStream(ctx, size, o.window, o.duration)
-			return r.value(smp), err
+		s.sample = func(ctx context.Context, size int) (sampled, error) {
+			return metered(ctx, nil, func() (sampled, error) {
+				smp, err := raw.ChanStream(ctx, size, o.window, o.duration)
+				return r.value(smp), err
+			})
 		}
 	case "udp":
 		p, err := raw.OpenUDP()
@@ -303,10 +411,12 @@ func (r *runner) openBaseline(ctx context.Context, name string) (sampler, error)
 			s.close()
 			return s, err
 		}
-		s.sample = func(ctx context.Context, size int) ([]float64, error) {
+		s.sample = func(ctx context.Context, size int) (sampled, error) {
 			seq++
-			smp, err := raw.Stream(ctx, p, to, size, o.duration, seq)
-			return r.value(smp), err
+			return metered(ctx, far, func() (sampled, error) {
+				smp, err := raw.Stream(ctx, p, to, size, o.duration, seq)
+				return r.value(smp), err
+			})
 		}
 	case "tcp":
 		addr, err := host.Start(ctx, peer.Job{Kind: "tcp-sink", Size: o.maxSize()})
@@ -315,43 +425,77 @@ func (r *runner) openBaseline(ctx context.Context, name string) (sampler, error)
 			return s, err
 		}
 		s.close = func() { host.Stop(context.Background()); host.Close() }
-		s.sample = func(ctx context.Context, size int) ([]float64, error) {
-			smp, err := raw.TCPStream(ctx, addr, size, o.duration)
-			return r.value(smp), err
+		s.sample = func(ctx context.Context, size int) (sampled, error) {
+			return metered(ctx, far, func() (sampled, error) {
+				smp, err := raw.TCPStream(ctx, addr, size, o.duration)
+				return r.value(smp), err
+			})
 		}
 	}
 	return s, nil
 }
 
-// openPcorSampler connects the pcor side to its far job for the command.
-func (r *runner) openPcorSampler(ctx context.Context, s *pcorSide) (sampler, error) {
+// openPcorSampler sets up the pcor series of one dispatcher mode. A
+// blocking node stays up for the whole run (idle, it costs nothing); a
+// polling node and its far side are opened for each sample.
+func (r *runner) openPcorSampler(ctx context.Context, mode string) (sampler, error) {
 	o := r.o
-	sm := sampler{name: s.series()}
+	sm := sampler{name: "pcor/" + mode}
 	kind := "pcor-sink"
 	if o.cmd == "roundtrip" {
 		kind = "pcor-echo"
 	}
-	if err := s.near.Connect(ctx, s.host, s.job(r, kind, o.maxSize())); err != nil {
-		return sm, err
+	run := func(ctx context.Context, s *pcorSide, size int) (sampled, error) {
+		if o.cmd == "roundtrip" {
+			return metered(ctx, farProcess(s.host), func() (sampled, error) {
+				xs, err := s.near.RoundTrip(ctx, size, o.warmup, o.repIters(size))
+				return roundTrips(xs, o.warmup), err
+			})
+		}
+		if o.warmup > 0 {
+			// A short untimed stream opens the path first.
+			if _, err := s.near.Stream(ctx, size, o.window, time.Millisecond); err != nil {
+				return sampled{}, err
+			}
+		}
+		return metered(ctx, farProcess(s.host), func() (sampled, error) {
+			smp, err := s.near.Stream(ctx, size, o.window, o.duration)
+			return r.value(smp), err
+		})
 	}
-	sm.close = func() { s.near.Disconnect(context.Background(), s.host) }
-	if o.cmd == "roundtrip" {
-		sm.sample = func(ctx context.Context, size int) ([]float64, error) {
-			return s.near.RoundTrip(ctx, size, o.warmup, itersFor(o.iters, size))
+	open := func(ctx context.Context) (*pcorSide, error) {
+		s, err := r.openPcor(mode)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.near.Connect(ctx, s.host, s.job(r, kind, o.maxSize())); err != nil {
+			s.close()
+			return nil, err
+		}
+		return s, nil
+	}
+	shut := func(s *pcorSide) {
+		s.near.Disconnect(context.Background(), s.host)
+		s.close()
+	}
+	if mode == "polling" {
+		sm.close = func() {}
+		sm.sample = func(ctx context.Context, size int) (sampled, error) {
+			s, err := open(ctx)
+			if err != nil {
+				return sampled{}, err
+			}
+			defer shut(s)
+			return run(ctx, s, size)
 		}
 		return sm, nil
 	}
-	if o.warmup > 0 {
-		// A short untimed stream opens the path first.
-		sm.warm = func(ctx context.Context, size int) error {
-			_, err := s.near.Stream(ctx, size, o.window, time.Millisecond)
-			return err
-		}
+	s, err := open(ctx)
+	if err != nil {
+		return sm, err
 	}
-	sm.sample = func(ctx context.Context, size int) ([]float64, error) {
-		smp, err := s.near.Stream(ctx, size, o.window, o.duration)
-		return r.value(smp), err
-	}
+	sm.close = func() { shut(s) }
+	sm.sample = func(ctx context.Context, size int) (sampled, error) { return run(ctx, s, size) }
 	return sm, nil
 }
 
@@ -371,14 +515,13 @@ func (r *runner) contention(ctx context.Context, s *pcorSide, col *collector) er
 		for rep := 0; rep < o.reps && err == nil; rep++ {
 			r.prog.Set("contention %s %d threads (sample %d/%d)", name, n, rep+1, o.reps)
 			c, cancel := r.step(ctx)
-			var smp raw.Sample
-			smp, err = s.near.Contention(c, s.host, n, per, size)
+			var out sampled
+			out, err = metered(c, farProcess(s.host), func() (sampled, error) {
+				smp, err := s.near.Contention(c, s.host, n, per, size)
+				return sampled{xs: []float64{smp.Rate()}, ops: smp.Messages}, err
+			})
 			cancel()
-			if err == nil {
-				col.add(name, size, n, []float64{smp.Rate()}, nil)
-			} else {
-				col.add(name, size, n, nil, err)
-			}
+			col.add(name, size, n, out, err)
 		}
 		if derr := s.near.Disconnect(ctx, s.host); err == nil && derr != nil {
 			return derr
@@ -421,4 +564,47 @@ func writePlot(path string, rs []*report.Result) error {
 		return err
 	}
 	return f.Close()
+}
+
+// idle measures what a pair of nodes that exchanged a few messages burns
+// while nothing more happens: CPU time over wall time of the busier of the
+// two processes (for the same placement, of the one), in % of one CPU.
+func (r *runner) idle(ctx context.Context, s *pcorSide, col *collector) error {
+	o := r.o
+	if err := s.near.Connect(ctx, s.host, s.job(r, "pcor-echo", 1)); err != nil {
+		return err
+	}
+	defer s.near.Disconnect(context.Background(), s.host)
+	if _, err := s.near.RoundTrip(ctx, 1, o.warmup, 10); err != nil {
+		return err
+	}
+	// Let delayed acknowledgements and timers run out first.
+	time.Sleep(50 * time.Millisecond)
+	far := farProcess(s.host)
+	for rep := 0; rep < o.reps; rep++ {
+		r.prog.Set("idle %s (sample %d/%d)", s.series(), rep+1, o.reps)
+		var f0, f1 usage.Counts
+		var err error
+		if far != nil {
+			if f0, err = far.Usage(ctx); err != nil {
+				return err
+			}
+		}
+		s0, t0 := usage.Self(), time.Now()
+		select {
+		case <-time.After(o.duration):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		s1, el := usage.Self(), time.Since(t0)
+		pct := float64(s1.CPU-s0.CPU) / float64(el.Nanoseconds()) * 100
+		if far != nil {
+			if f1, err = far.Usage(ctx); err != nil {
+				return err
+			}
+			pct = max(pct, float64(f1.CPU-f0.CPU)/float64(el.Nanoseconds())*100)
+		}
+		col.add(s.series(), 1, 0, sampled{xs: []float64{pct}}, nil)
+	}
+	return nil
 }

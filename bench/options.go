@@ -14,9 +14,8 @@ import (
 
 // Placements.
 const (
-	placeSame   = "same"   // both sides in this process (pcor: threads of one Node)
-	placeProcs  = "procs"  // this process and a re-executed copy on this machine
-	placeRemote = "remote" // another machine found through the directory
+	placeSame  = "same"  // both sides in this process (pcor: threads of one Node)
+	placeProcs = "procs" // this process and a re-executed copy on this machine
 )
 
 // options are the flags of one measurement command.
@@ -48,20 +47,21 @@ var commands = map[string]struct {
 	"throughput": {"1-16K", 0, "MB/s"},
 	"rate":       {"64", 0, "msg/s"},
 	"contention": {"64", 20000, "msg/s"},
+	"idle":       {"1", 0, "% CPU"},
 }
 
 func newFlagSet(cmd string, o *options, stderr io.Writer) (*flag.FlagSet, *string, *string, *string) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.fabric, "fabric", "udp", "fabric of the pcor port: udp, or rdma where present")
-	fs.StringVar(&o.placement, "placement", placeProcs, "same (one process, one Node) | procs (two processes on this machine) | remote (through the directory)")
+	fs.StringVar(&o.placement, "placement", placeProcs, "same (one process, one Node) | procs (two processes on this machine)")
 	mode := fs.String("mode", "blocking", "dispatcher mode(s): blocking, polling, or a list such as blocking,polling")
 	sz := fs.String("sizes", commands[cmd].sizes, "message sizes: list and ranges of powers of two, e.g. 1-16K or 1,64K,2M (at most 64M)")
 	th := fs.String("threads", "1,10,100,300,1000", "contention: thread counts")
 	fs.IntVar(&o.iters, "iters", commands[cmd].iters, "roundtrip: timed round trips per size (fewer above 64K); contention: messages per sample over all threads")
 	fs.IntVar(&o.warmup, "warmup", 100, "untimed messages before each measurement")
-	fs.DurationVar(&o.duration, "duration", 200*time.Millisecond, "throughput, rate: length of each sample")
-	fs.IntVar(&o.reps, "reps", 5, "throughput, rate, contention: samples per point (median and p99 over them)")
+	fs.DurationVar(&o.duration, "duration", 200*time.Millisecond, "throughput, rate, idle: length of each sample")
+	fs.IntVar(&o.reps, "reps", 5, "repetitions per point, interleaved with the other series (median and spread over them); a round trip's --iters are shared among them")
 	fs.IntVar(&o.window, "window", 64, "messages in flight in a stream")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up after this long")
 	fs.BoolVar(&o.json, "json", false, "write JSON instead of the table")
@@ -105,10 +105,8 @@ func (o *options) finish(mode, sz, th string) error {
 	}
 	switch o.placement {
 	case placeSame, placeProcs:
-	case placeRemote:
-		return fmt.Errorf("placement %q needs the directory, which this build does not have yet", o.placement)
 	default:
-		return fmt.Errorf("unknown placement %q (same, procs or remote)", o.placement)
+		return fmt.Errorf("unknown placement %q (same or procs)", o.placement)
 	}
 	switch o.fabric {
 	case "udp", "rdma":

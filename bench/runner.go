@@ -21,15 +21,17 @@ func childHandlers() peer.Handlers { return handlers(nil) }
 func handlers(shared *pcor.Node) peer.Handlers {
 	h := peer.Handlers{"udp-echo": raw.UDPEcho, "udp-sink": raw.UDPSink, "tcp-sink": raw.TCPSink,
 		"verbs-echo": raw.VerbsEcho, "verbs-sink": raw.VerbsSink}
+	for _, k := range []string{raw.KindConn, raw.KindSys, raw.KindSysPoll} {
+		h[k+"-echo"] = raw.DgramEcho(k)
+	}
 	maps.Copy(h, pb.Handlers(shared))
 	return h
 }
 
-// runner holds what one command's measurements share: the peer process
-// (placement procs), the job key and the progress line.
+// runner holds what one command's measurements share: the job key and
+// the progress line.
 type runner struct {
 	o      options
-	proc   *peer.Process // far side of pcor (placement procs)
 	jobKey uint64
 	prog   *progress.Line
 	stderr io.Writer
@@ -39,13 +41,6 @@ func newRunner(o options, stderr io.Writer) (*runner, error) {
 	var k [8]byte
 	rand.Read(k[:])
 	r := &runner{o: o, jobKey: binary.LittleEndian.Uint64(k[:]) | 1, stderr: stderr}
-	if o.placement == placeProcs {
-		p, err := peer.Spawn()
-		if err != nil {
-			return nil, err
-		}
-		r.proc = p
-	}
 	if f, ok := stderr.(*os.File); ok {
 		r.prog = progress.Start(f)
 	}
@@ -54,17 +49,14 @@ func newRunner(o options, stderr io.Writer) (*runner, error) {
 
 func (r *runner) close() error {
 	r.prog.Stop()
-	if r.proc == nil {
-		return nil
-	}
-	return r.proc.Close()
+	return nil
 }
 
 // baselineHost starts a host for the far side of one baseline: a peer
-// process of its own (placement procs) or this process. Each baseline has
+// process of its own (placement procs) or this process. Each series has
 // its own, so all far sides are up at once and samples can alternate.
 func (r *runner) baselineHost() (peer.Host, error) {
-	if r.proc != nil {
+	if r.o.placement == placeProcs {
 		return peer.Spawn()
 	}
 	return peer.NewLocal(handlers(nil)), nil
@@ -77,7 +69,7 @@ type pcorSide struct {
 	node *pcor.Node
 	near *pb.Near
 	host peer.Host
-	own  bool // host is local and closed with the side
+	own  bool // the host is closed with the side
 }
 
 func (r *runner) openPcor(mode string) (*pcorSide, error) {
@@ -89,12 +81,14 @@ func (r *runner) openPcor(mode string) (*pcorSide, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pcor node (%s, %s): %w", r.o.fabric, mode, err)
 	}
-	s := &pcorSide{mode: mode, node: node, near: pb.NewNear(node, r.o.maxSize())}
-	if r.proc != nil {
-		s.host = r.proc
+	s := &pcorSide{mode: mode, node: node, near: pb.NewNear(node, r.o.maxSize()), own: true}
+	if r.o.placement == placeProcs {
+		if s.host, err = peer.Spawn(); err != nil {
+			node.Close()
+			return nil, err
+		}
 	} else {
 		s.host = peer.NewLocal(handlers(node))
-		s.own = true
 	}
 	return s, nil
 }
@@ -102,7 +96,7 @@ func (r *runner) openPcor(mode string) (*pcorSide, error) {
 // job describes a far-side pcor job for this side.
 func (s *pcorSide) job(r *runner, kind string, size int) peer.Job {
 	j := peer.Job{Kind: kind, Fabric: r.o.fabric, Mode: s.mode, JobKey: r.jobKey, Size: size, Window: r.o.window}
-	if r.proc != nil {
+	if r.o.placement == placeProcs {
 		j.Addr = s.node.Endpoints()[0].Addr
 	}
 	return j

@@ -27,8 +27,11 @@ func (r *runner) verbsBaseline() bool {
 func (r *runner) openVerbs(ctx context.Context, s sampler, host peer.Host) (sampler, error) {
 	o := r.o
 	if o.cmd == "roundtrip" {
-		s.sample = func(ctx context.Context, size int) ([]float64, error) {
-			return raw.VerbsPingPong(ctx, host, size, o.warmup, itersFor(o.iters, size))
+		s.sample = func(ctx context.Context, size int) (sampled, error) {
+			return metered(ctx, farProcess(host), func() (sampled, error) {
+				xs, err := raw.VerbsPingPong(ctx, host, size, o.warmup, o.repIters(size))
+				return roundTrips(xs, o.warmup), err
+			})
 		}
 		return s, nil
 	}
@@ -38,9 +41,11 @@ func (r *runner) openVerbs(ctx context.Context, s sampler, host peer.Host) (samp
 		return s, err
 	}
 	s.close = func() { st.Close(); host.Close() }
-	s.sample = func(ctx context.Context, size int) ([]float64, error) {
-		smp, err := st.Sample(ctx, size, o.duration)
-		return r.value(smp), err
+	s.sample = func(ctx context.Context, size int) (sampled, error) {
+		return metered(ctx, farProcess(host), func() (sampled, error) {
+			smp, err := st.Sample(ctx, size, o.duration)
+			return r.value(smp), err
+		})
 	}
 	return s, nil
 }

@@ -11,19 +11,22 @@ import (
 	"os/exec"
 	"sync"
 	"time"
+
+	"github.com/pcor-go/pcor/bench/internal/usage"
 )
 
 // request is one line from the near side to a peer process.
 type request struct {
-	Op  string `json:"op"` // start, go, stop
+	Op  string `json:"op"` // start, go, stop, usage
 	Job *Job   `json:"job,omitempty"`
 	N   int    `json:"n,omitempty"`
 }
 
 // reply is one line back.
 type reply struct {
-	Addr string `json:"addr,omitempty"`
-	Err  string `json:"err,omitempty"`
+	Addr  string        `json:"addr,omitempty"`
+	Err   string        `json:"err,omitempty"`
+	Usage *usage.Counts `json:"usage,omitempty"`
 }
 
 // Process is a Host in a second process: this program re-executed with
@@ -133,6 +136,19 @@ func (p *Process) Start(ctx context.Context, job Job) (string, error) {
 func (p *Process) Go(ctx context.Context, n int) error {
 	_, err := p.exchange(ctx, request{Op: "go", N: n})
 	return err
+}
+
+// Usage is what the peer process has spent so far (CPU time, context
+// switches, system calls), for per-message figures.
+func (p *Process) Usage(ctx context.Context) (usage.Counts, error) {
+	r, err := p.exchange(ctx, request{Op: "usage"})
+	if err == nil && r.Usage == nil {
+		err = errors.New("peer: no usage in reply")
+	}
+	if err != nil {
+		return usage.Counts{}, err
+	}
+	return *r.Usage, nil
 }
 
 // Stop ends the peer's job.

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+
+	"github.com/pcor-go/pcor/bench/internal/usage"
 )
 
 // IsChild reports whether this process was started by Spawn.
@@ -39,6 +41,9 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, h Handlers) error {
 				err = l.Go(ctx, req.N)
 			case "stop":
 				err = l.Stop(ctx)
+			case "usage":
+				u := usage.Self()
+				rep.Usage = &u
 			default:
 				rep.Err = "unknown op " + req.Op
 			}

@@ -5,9 +5,12 @@ import (
 	"time"
 )
 
-// ChanPingPong times iters round trips of a size-byte slice between two
+// ChanPingPong times iters round trips of size bytes between two
 // goroutines over unbuffered channels, after warmup untimed ones, and
-// returns each in microseconds. It is the baseline for threads of one
+// returns each in microseconds. Each side copies what it receives into a
+// buffer of its own, as a message between threads is copied once (pcor
+// copies into the receive buffer): passing the slice alone would time
+// nothing but the hand-over. It is the baseline for threads of one
 // process.
 func ChanPingPong(ctx context.Context, size, warmup, iters int) ([]float64, error) {
 	ping := make(chan []byte)
@@ -15,12 +18,15 @@ func ChanPingPong(ctx context.Context, size, warmup, iters int) ([]float64, erro
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		own := make([]byte, size)
 		for b := range ping {
-			pong <- b
+			copy(own, b)
+			pong <- own
 		}
 	}()
 	defer func() { close(ping); <-done }()
 	buf := make([]byte, size)
+	in := make([]byte, size)
 	out := make([]float64, 0, iters)
 	for i := 0; i < warmup+iters; i++ {
 		if i%1024 == 0 && ctx.Err() != nil {
@@ -28,7 +34,7 @@ func ChanPingPong(ctx context.Context, size, warmup, iters int) ([]float64, erro
 		}
 		t0 := time.Now()
 		ping <- buf
-		buf = <-pong
+		copy(in, <-pong)
 		if i >= warmup {
 			out = append(out, float64(time.Since(t0).Nanoseconds())/1e3)
 		}

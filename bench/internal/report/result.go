@@ -21,7 +21,33 @@ type Point struct {
 	Median  float64 `json:"median"`
 	P99     float64 `json:"p99"`
 	N       int     `json:"samples"`
-	Err     string  `json:"error,omitempty"`
+	// Reps is the number of repetitions (interleaved with the other
+	// series); Median is the median of their values (for round trips each
+	// repetition's median), Lo and Hi the smallest and largest.
+	Reps int     `json:"reps,omitempty"`
+	Lo   float64 `json:"lo,omitempty"`
+	Hi   float64 `json:"hi,omitempty"`
+	// Per is what both processes spent per operation (round trip or
+	// message), when it was measured.
+	Per *PerOp `json:"per_op,omitempty"`
+	Err string `json:"error,omitempty"`
+}
+
+// PerOp is what a series cost per round trip or message, summed over the
+// processes taking part.
+type PerOp struct {
+	CPU       float64 `json:"cpu_us"`   // CPU time, µs
+	Switches  float64 `json:"switches"` // context switches, voluntary and involuntary
+	Voluntary float64 `json:"voluntary"`
+	Syscalls  float64 `json:"syscalls"` // negative: not counted
+}
+
+// Spread is (Hi-Lo)/Median, the relative spread of the repetitions.
+func (p Point) Spread() float64 {
+	if p.Median == 0 || p.Reps < 2 {
+		return 0
+	}
+	return (p.Hi - p.Lo) / p.Median
 }
 
 // Ratio compares the medians of a pcor series and a baseline at one size
@@ -69,6 +95,28 @@ func (r *Result) AddSamples(series string, size, threads int, xs []float64, err 
 		var s stats.Summary
 		if s, err = stats.Summarize(xs); err == nil {
 			p.Median, p.P99, p.N = s.Median, s.P99, s.N
+		}
+	}
+	if err != nil {
+		p.Err = err.Error()
+	}
+	r.Add(p)
+}
+
+// AddReps summarises repetitions into a point: reps holds one value per
+// repetition, all every sample (for the p99; nil: reps), per the spending
+// per operation (may be nil).
+func (r *Result) AddReps(series string, size, threads int, reps, all []float64, per *PerOp, err error) {
+	p := Point{Series: series, Size: size, Threads: threads, Per: per}
+	if all == nil {
+		all = reps
+	}
+	if err == nil {
+		var s, a stats.Summary
+		if s, err = stats.Summarize(reps); err == nil {
+			a, err = stats.Summarize(all)
+			p.Median, p.P99, p.N = s.Median, a.P99, a.N
+			p.Reps, p.Lo, p.Hi = s.N, s.Min, s.Max
 		}
 	}
 	if err != nil {

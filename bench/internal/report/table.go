@@ -14,9 +14,11 @@ import (
 )
 
 // WriteTable writes an aligned, OSU-style table: a commented header, one
-// row per size (or thread count), the median (and p99 for times) of each
-// series, then the ratios of medians, and a Hockney summary line per
-// series for round trips.
+// row per size (or thread count), the median and the spread of the
+// repetitions ((max-min)/median) of each series, then the ratios of
+// medians; a second table of what each series spent per operation (CPU
+// µs, context switches, system calls, both processes together); and a
+// Hockney summary line per series for round trips.
 func WriteTable(w io.Writer, r *Result) error {
 	fmt.Fprintf(w, "# pcor-go %s  placement=%s fabric=%s  (%s; ratio = pcor median / baseline median)\n",
 		r.Command, r.Placement, r.Fabric, r.Unit)
@@ -29,12 +31,8 @@ func WriteTable(w io.Writer, r *Result) error {
 	if r.Command == "contention" {
 		cols = append(cols, "size")
 	}
-	withP99 := r.Unit == "us"
 	for _, s := range r.Series {
-		cols = append(cols, s)
-		if withP99 {
-			cols = append(cols, "p99")
-		}
+		cols = append(cols, s, "±")
 		if r.Command == "contention" {
 			cols = append(cols, "MB/s")
 		}
@@ -65,10 +63,7 @@ func WriteTable(w io.Writer, r *Result) error {
 		}
 		for _, s := range r.Series {
 			p, ok := r.Get(s, k[0], k[1])
-			row = append(row, num(p.Median, ok))
-			if withP99 {
-				row = append(row, num(p.P99, ok))
-			}
+			row = append(row, num(p.Median, ok), spread(p, ok))
 			if r.Command == "contention" {
 				row = append(row, num(p.Median*float64(k[0])/1e6, ok))
 			}
@@ -80,6 +75,9 @@ func WriteTable(w io.Writer, r *Result) error {
 		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := writePerOp(w, r); err != nil {
 		return err
 	}
 	for _, f := range r.Fits {
@@ -113,6 +111,77 @@ func num(v float64, ok bool) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
+func spread(p Point, ok bool) string {
+	if !ok || p.Reps < 2 {
+		return "-"
+	}
+	return strconv.FormatFloat(100*p.Spread(), 'f', 0, 64) + "%"
+}
+
+// writePerOp writes the per-operation spending of each series, if any was
+// measured: "CPU µs / switches / syscalls" per round trip or message.
+func writePerOp(w io.Writer, r *Result) error {
+	any := false
+	for _, p := range r.Points {
+		any = any || p.Per != nil
+	}
+	if !any {
+		return nil
+	}
+	op := "message"
+	if r.Command == "roundtrip" {
+		op = "round trip"
+	}
+	fmt.Fprintf(w, "# per %s, both processes: CPU us / context switches (voluntary) / system calls\n", op)
+	// Every line is a comment, so that readers of the first table (which
+	// find its columns by the header) are not misled by this one.
+	var buf strings.Builder
+	tw := tabwriter.NewWriter(&buf, 0, 0, 2, ' ', tabwriter.AlignRight)
+	cols := []string{"size"}
+	if r.Command == "contention" {
+		cols = []string{"threads"}
+	}
+	cols = append(cols, r.Series...)
+	fmt.Fprintln(tw, strings.Join(cols, "\t")+"\t")
+	for _, k := range r.keys() {
+		row := []string{sizes.Format(k[0])}
+		if r.Command == "contention" {
+			row = []string{strconv.Itoa(k[1])}
+		}
+		for _, s := range r.Series {
+			p, ok := r.Get(s, k[0], k[1])
+			row = append(row, perOp(p.Per, ok))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, l := range strings.SplitAfter(buf.String(), "\n") {
+		if l != "" {
+			fmt.Fprint(w, "#"+l)
+		}
+	}
+	return nil
+}
+
+func perOp(c *PerOp, ok bool) string {
+	if !ok || c == nil {
+		return "-"
+	}
+	f := func(v float64) string {
+		if v >= 100 {
+			return strconv.FormatFloat(v, 'f', 0, 64)
+		}
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	sys := "?"
+	if c.Syscalls >= 0 {
+		sys = f(c.Syscalls)
+	}
+	return f(c.CPU) + " / " + f(c.Switches) + " (" + f(c.Voluntary) + ") / " + sys
+}
+
 func ratio(v float64, ok bool) string {
 	if !ok {
 		return "-"
@@ -130,12 +199,16 @@ func WriteJSON(w io.Writer, rs []*Result) error {
 // WriteCSV writes one line per point, with its ratios to each baseline.
 func WriteCSV(w io.Writer, rs []*Result) error {
 	c := csv.NewWriter(w)
-	c.Write([]string{"command", "placement", "fabric", "series", "size", "threads", "unit", "median", "p99", "samples", "baseline", "ratio", "error"})
+	c.Write([]string{"command", "placement", "fabric", "series", "size", "threads", "unit", "median", "p99", "samples",
+		"reps", "lo", "hi", "cpu_us", "switches", "syscalls", "baseline", "ratio", "error"})
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 	for _, r := range rs {
 		for _, p := range r.Points {
 			base := []string{r.Command, r.Placement, r.Fabric, p.Series, strconv.Itoa(p.Size), strconv.Itoa(p.Threads),
-				r.Unit, f(p.Median), f(p.P99), strconv.Itoa(p.N)}
+				r.Unit, f(p.Median), f(p.P99), strconv.Itoa(p.N), strconv.Itoa(p.Reps), f(p.Lo), f(p.Hi), "", "", ""}
+			if p.Per != nil {
+				base[13], base[14], base[15] = f(p.Per.CPU), f(p.Per.Switches), f(p.Per.Syscalls)
+			}
 			wrote := false
 			for _, x := range r.Ratios {
 				if x.Series == p.Series && x.Size == p.Size && x.Threads == p.Threads {
