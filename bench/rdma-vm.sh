@@ -1,6 +1,6 @@
 #!/bin/bash
 # rdma-vm.sh - pcor over RDMA beside raw verbs and perftest, in one boot of
-# the soft-RoCE (rxe) guest of /work/shared/rdma-vm, and write the figures
+# the soft-RoCE (rxe) guest of ../shared/rdma-vm, and write the figures
 # with their ratios to bench/RESULTS-rdma.md.
 #
 #   bench/rdma-vm.sh [-o FILE] [-n PERFTEST_ITERS] [-i ROUNDTRIP_ITERS] [-m MODES] [-u]
@@ -16,12 +16,13 @@
 # ping-pong between the same two processes), `bench throughput --fabric rdma`
 # (pcor beside a raw RDMA WRITE stream), then the same two commands over UDP.
 # TCG timings are emulation timings: only ratios within the one run mean
-# anything. Env: RDMA_VM (default /work/shared/rdma-vm), RDMA_VM_TIMEOUT,
+# anything. Env: PCOR_RDMA_VM (the VM runner, default
+# ../shared/rdma-vm/run.sh beside the repository), RDMA_VM_TIMEOUT,
 # RDMA_VM_LOG (the guest's output, default /tmp/bench-rdma-vm.log).
 set -Eeuo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-VM=${RDMA_VM:-/work/shared/rdma-vm}
+VM=$(dirname "${PCOR_RDMA_VM:-$ROOT/../shared/rdma-vm/run.sh}")
 OUT=$ROOT/bench/RESULTS-rdma.md
 PT_ITERS=1000
 RT_ITERS=300
@@ -104,7 +105,7 @@ summarize() {
 	END {
 		print "# pcor-go over RDMA (soft-RoCE VM)\n"
 		print "Regenerate with `bench/rdma-vm.sh` (from the repository root). One boot of the QEMU/TCG guest of " \
-		      "`/work/shared/rdma-vm` (Debian 6.1 kernel, rdma_rxe on virtio eth0, 2 vCPUs, 2 GiB) ran, in order: " \
+		      "`../shared/rdma-vm` (Debian 6.1 kernel, rdma_rxe on virtio eth0, 2 vCPUs, 2 GiB) ran, in order: " \
 		      "perftest `ib_send_lat` and `ib_write_bw` in loopback on rxe0, `bench roundtrip --fabric rdma`, " \
 		      "`bench throughput --fabric rdma` and the same two over UDP."
 		print ""

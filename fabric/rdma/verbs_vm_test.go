@@ -13,7 +13,7 @@ func requireDevice(t testing.TB) DeviceInfo {
 	t.Helper()
 	d, err := FindDevice("", "")
 	if errors.Is(err, ErrNoDevice) {
-		t.Skipf("no RDMA device (%v): run under the rxe VM, e.g. go test -exec '/work/shared/rdma-vm/run.sh --' ./fabric/rdma", err)
+		t.Skipf("no RDMA device (%v): run under the rxe VM, e.g. go test -exec \"$PWD/../shared/rdma-vm/run.sh --\" ./fabric/rdma (or $PCOR_RDMA_VM)", err)
 	}
 	if err != nil {
 		t.Skipf("no supported RDMA device: %v", err)
