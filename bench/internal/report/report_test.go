@@ -114,7 +114,7 @@ func TestFitJSONInfinite(t *testing.T) {
 		t.Fatal(err)
 	}
 	var back []*Result
-	if err := json.Unmarshal(b.Bytes(), &back); err != nil || !math.IsInf(back[0].Fits[0].B, 1) || back[0].Fits[0].A != 0.5 {
+	if err := json.Unmarshal(b.Bytes(), &back); err != nil || !math.IsInf(back[0].Fits[0].B, 1) || math.Abs(back[0].Fits[0].A-0.5) > 1e-12 {
 		t.Fatalf("round trip: %v %+v", err, back)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"math"
 	"slices"
+
+	"github.com/pcor-go/pcor/perfmodel"
 )
 
 // ErrNoData is returned when there are too few points to summarise or fit.
@@ -68,28 +70,22 @@ type Hockney struct {
 }
 
 // FitHockney fits T(m) = a + m/b by least squares to sizes in bytes and
-// one-way times in microseconds.
+// one-way times in microseconds (perfmodel's linear fit).
 func FitHockney(sizes []int, us []float64) (Hockney, error) {
 	if len(sizes) != len(us) || len(sizes) < 2 {
 		return Hockney{}, ErrNoData
 	}
-	var sx, sy, sxx, sxy float64
-	n := float64(len(sizes))
+	obs := make([]perfmodel.Observation, len(sizes))
 	for i, m := range sizes {
-		x := float64(m)
-		sx += x
-		sy += us[i]
-		sxx += x * x
-		sxy += x * us[i]
+		obs[i] = perfmodel.Observation{N: float64(m), T: us[i]}
 	}
-	den := n*sxx - sx*sx
-	if den == 0 {
+	fit, err := perfmodel.Fit(perfmodel.Linear(), obs, perfmodel.Absolute)
+	if err != nil {
 		return Hockney{}, ErrNoData
 	}
-	slope := (n*sxy - sx*sy) / den // µs per byte
-	a := (sy - slope*sx) / n
+	a, slope := fit.Coef[0], fit.Coef[1] // µs, µs per byte
 	h := Hockney{A: a, B: math.Inf(1), NHalf: math.Inf(1)}
-	if slope > 0 {
+	if slope > 1e-12*math.Abs(a) && slope > 0 {
 		h.B = 1 / slope // bytes per µs = MB/s
 		h.NHalf = a * h.B
 	}

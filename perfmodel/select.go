@@ -1,0 +1,109 @@
+package perfmodel
+
+import (
+	"cmp"
+	"math"
+	"slices"
+
+	"gonum.org/v1/gonum/stat"
+)
+
+// madScale turns a median absolute deviation into an estimate of the
+// standard deviation of normally distributed samples.
+const madScale = 1.4826
+
+// Rule decides which samples of one configuration are anomalies. A sample
+// t is dropped when
+//
+//	|t − median| > K · 1.4826 · max(MAD, Floor·median)
+//
+// where MAD is the median absolute deviation of the group: a robust
+// z-score above K. The floor keeps a group whose samples mostly agree
+// exactly (MAD = 0) from dropping every sample that differs at all. Groups
+// of fewer than three samples are kept whole. The zero Rule uses K = 3 and
+// Floor = 0.01.
+type Rule struct {
+	K     float64
+	Floor float64
+}
+
+func (r Rule) k() float64 {
+	if r.K > 0 {
+		return r.K
+	}
+	return 3
+}
+
+func (r Rule) floor() float64 {
+	if r.Floor > 0 {
+		return r.Floor
+	}
+	return 0.01
+}
+
+// Split divides times into those kept and those dropped as anomalies.
+func (r Rule) Split(ts []float64) (keep, drop []float64) {
+	if len(ts) < 3 {
+		return slices.Clone(ts), nil
+	}
+	s := slices.Clone(ts)
+	slices.Sort(s)
+	med := stat.Quantile(0.5, stat.Empirical, s, nil)
+	dev := make([]float64, len(s))
+	for i, t := range s {
+		dev[i] = math.Abs(t - med)
+	}
+	slices.Sort(dev)
+	mad := stat.Quantile(0.5, stat.Empirical, dev, nil)
+	limit := r.k() * madScale * math.Max(mad, r.floor()*math.Abs(med))
+	for _, t := range ts {
+		if math.Abs(t-med) > limit {
+			drop = append(drop, t)
+		} else {
+			keep = append(keep, t)
+		}
+	}
+	return keep, drop
+}
+
+// Observation is the representative time of one configuration (n, p):
+// the mean of its samples that the rule kept.
+type Observation struct {
+	N       float64 `json:"n"`
+	P       float64 `json:"p,omitempty"`
+	T       float64 `json:"t"`       // mean of the kept samples, seconds
+	SD      float64 `json:"sd"`      // their standard deviation
+	Kept    int     `json:"kept"`    // samples kept
+	Dropped int     `json:"dropped"` // samples dropped as anomalies
+}
+
+// Summarize groups samples by (N, P), drops the anomalies of each group by
+// rule and returns one Observation per group, ordered by P then N.
+func Summarize(samples []Sample, rule Rule) []Observation {
+	type key struct{ n, p float64 }
+	groups := map[key][]float64{}
+	for _, s := range samples {
+		if math.IsNaN(s.T) || math.IsInf(s.T, 0) {
+			continue
+		}
+		k := key{s.N, s.P}
+		groups[k] = append(groups[k], s.T)
+	}
+	out := make([]Observation, 0, len(groups))
+	for k, ts := range groups {
+		keep, drop := rule.Split(ts)
+		o := Observation{N: k.n, P: k.p, Kept: len(keep), Dropped: len(drop)}
+		o.T, o.SD = stat.MeanStdDev(keep, nil)
+		if len(keep) < 2 {
+			o.SD = 0
+		}
+		out = append(out, o)
+	}
+	slices.SortFunc(out, func(a, b Observation) int {
+		if c := cmp.Compare(a.P, b.P); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.N, b.N)
+	})
+	return out
+}
