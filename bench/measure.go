@@ -29,7 +29,7 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*report.Result, 
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	if o.fabric == "rdma" {
-		if _, err := rdma.FindDevice("", ""); err != nil {
+		if err := rdma.Probe(rdma.Config{}); err != nil {
 			return nil, fmt.Errorf("--fabric rdma needs an RDMA device (soft-RoCE will do: see bench/rdma-vm.sh): %w", err)
 		}
 	}

@@ -110,7 +110,7 @@ summarize() {
 		      "`bench throughput --fabric rdma` and the same two over UDP."
 		print ""
 		print "In `bench --fabric rdma` between two processes the baseline is raw verbs between the same two processes " \
-		      "on the same device (fabric/rdma `BaselineEnd`, busy-polling like perftest): a SEND/RECV ping-pong for " \
+		      "on the same device (internal/verbs `BaselineEnd`, busy-polling like perftest): a SEND/RECV ping-pong for " \
 		      "round trips, an RDMA WRITE stream (window 64 outstanding) for throughput, sampled in turn with pcor. " \
 		      "TCG timings are emulation timings on a shared host (load average " load " when the guest started): " \
 		      "only the ratios inside this one run mean anything.\n"

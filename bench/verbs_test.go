@@ -14,13 +14,13 @@ import (
 // requireRDMA skips the test where no RDMA device exists.
 func requireRDMA(t *testing.T) {
 	t.Helper()
-	if _, err := rdma.FindDevice("", ""); err != nil {
+	if err := rdma.Probe(rdma.Config{}); err != nil {
 		t.Skipf("no RDMA device here (%v): run in the soft-RoCE VM, see bench/rdma-vm.sh", err)
 	}
 }
 
 func TestRDMAWithoutDeviceFailsClearly(t *testing.T) {
-	if _, err := rdma.FindDevice("", ""); err == nil {
+	if err := rdma.Probe(rdma.Config{}); err == nil {
 		t.Skip("this machine has an RDMA device")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

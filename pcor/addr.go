@@ -3,23 +3,23 @@ package pcor
 import (
 	"fmt"
 
-	"github.com/pcor-go/pcor/dispatch"
+	"github.com/pcor-go/pcor/internal/engine"
 )
 
 // ProcID identifies a process of the application (its rank).
-type ProcID = dispatch.ProcID
+type ProcID = engine.ProcID
 
 // ThreadID identifies a thread endpoint within a process.
-type ThreadID = dispatch.ThreadID
+type ThreadID = engine.ThreadID
 
 // Tag labels a message; receivers select by it.
-type Tag = dispatch.Tag
+type Tag = engine.Tag
 
 // Wildcards for receive and probe.
 const (
-	AnyProc   ProcID   = dispatch.AnyProc
-	AnyThread ThreadID = dispatch.AnyThread
-	AnyTag    Tag      = dispatch.AnyTag
+	AnyProc   ProcID   = engine.AnyProc
+	AnyThread ThreadID = engine.AnyThread
+	AnyTag    Tag      = engine.AnyTag
 )
 
 // Addr names a thread anywhere in the application: a <process, thread> pair.

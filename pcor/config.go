@@ -5,21 +5,21 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pcor-go/pcor/dispatch"
 	"github.com/pcor-go/pcor/fabric"
 	"github.com/pcor-go/pcor/fabric/rdma"
 	"github.com/pcor-go/pcor/fabric/udp"
+	"github.com/pcor-go/pcor/internal/engine"
 )
 
 // Mode selects how a port's dispatcher waits for datagrams.
-type Mode = dispatch.Mode
+type Mode = engine.Mode
 
 // Dispatcher modes.
 const (
 	// Blocking (default) waits in the fabric; an idle node burns no CPU.
-	Blocking = dispatch.Blocking
+	Blocking = engine.Blocking
 	// Polling spins on the fabric for the lowest latency, using a core.
-	Polling = dispatch.Polling
+	Polling = engine.Polling
 )
 
 // Listen describes one port of a node.

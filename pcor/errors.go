@@ -1,24 +1,24 @@
 package pcor
 
-import "github.com/pcor-go/pcor/dispatch"
+import "github.com/pcor-go/pcor/internal/engine"
 
 // Errors, testable with errors.Is.
 var (
 	// ErrClosed: the node was closed; pending requests fail with it.
-	ErrClosed = dispatch.ErrClosed
+	ErrClosed = engine.ErrClosed
 	// ErrTooLarge: the message exceeds Config.MaxMessage.
-	ErrTooLarge = dispatch.ErrTooLarge
+	ErrTooLarge = engine.ErrTooLarge
 	// ErrUnreachable: the destination stopped answering, or no route leads
 	// to it. The error's text names the process; errors.As with
 	// *UnreachableError gives its id.
-	ErrUnreachable = dispatch.ErrUnreachable
+	ErrUnreachable = engine.ErrUnreachable
 	// ErrPeerDown: the directory announced that the process left or died.
-	ErrPeerDown = dispatch.ErrPeerDown
+	ErrPeerDown = engine.ErrPeerDown
 	// ErrCanceled: the request was cancelled with Request.Cancel.
-	ErrCanceled = dispatch.ErrCanceled
+	ErrCanceled = engine.ErrCanceled
 	// ErrTruncated: the message was longer than the buffer given to Irecv.
-	ErrTruncated = dispatch.ErrTruncated
+	ErrTruncated = engine.ErrTruncated
 )
 
 // UnreachableError carries the process that could not be reached.
-type UnreachableError = dispatch.UnreachableError
+type UnreachableError = engine.UnreachableError

@@ -5,15 +5,15 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/pcor-go/pcor/dispatch"
+	"github.com/pcor-go/pcor/internal/engine"
 )
 
 // PortStats are the counters of one port.
-type PortStats = dispatch.PortStats
+type PortStats = engine.PortStats
 
 // Node is one process of a pcor application.
 type Node struct {
-	eng *dispatch.Engine
+	eng *engine.Engine
 
 	mu         sync.Mutex
 	listens    []Listen
@@ -23,7 +23,7 @@ type Node struct {
 // NewNode opens the configured ports, starts their dispatchers and adds the
 // configured peers.
 func NewNode(cfg Config) (*Node, error) {
-	eng, err := dispatch.New(dispatch.Config{
+	eng, err := engine.New(engine.Config{
 		Proc:               cfg.Proc,
 		JobKey:             cfg.JobKey,
 		MaxMessage:         cfg.MaxMessage,
@@ -139,7 +139,7 @@ func (n *Node) Alloc(size int) []byte { return n.eng.Alloc(size) }
 func (n *Node) Stats() []PortStats { return n.eng.Stats() }
 
 // Engine exposes the dispatch engine (for tools and tests).
-func (n *Node) Engine() *dispatch.Engine { return n.eng }
+func (n *Node) Engine() *engine.Engine { return n.eng }
 
 // Close stops the node: pending requests fail with ErrClosed and every
 // goroutine of the node ends. It is idempotent.

@@ -34,7 +34,7 @@ func rdmaEchoPeer() int {
 //
 //	CGO_ENABLED=0 go test -exec "../shared/rdma-vm/run.sh -m 2G --" -run OverRDMA ./pcor/
 func TestOverRDMA(t *testing.T) {
-	if _, err := rdma.FindDevice("", ""); err != nil {
+	if err := rdma.Probe(rdma.Config{}); err != nil {
 		if errors.Is(err, rdma.ErrNoDevice) {
 			t.Skipf("no RDMA device (%v): run under the soft-RoCE VM, see fabric/rdma/README.md", err)
 		}

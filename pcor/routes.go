@@ -8,7 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/pcor-go/pcor/directory"
-	"github.com/pcor-go/pcor/dispatch"
+	"github.com/pcor-go/pcor/internal/engine"
 	"github.com/pcor-go/pcor/routing"
 )
 
@@ -34,21 +34,21 @@ type router struct {
 
 	mu      sync.Mutex
 	members map[uint32]directory.Member
-	applied map[uint32][]dispatch.RouteSpec // routes set in the engine
-	cut     map[uint32]bool                 // members removed as unreachable
+	applied map[uint32][]engine.RouteSpec // routes set in the engine
+	cut     map[uint32]bool               // members removed as unreachable
 	table   atomic.Pointer[routing.Table]
 }
 
 // routeSink is the part of the dispatch engine the router drives.
 type routeSink interface {
-	SetRoutes(proc dispatch.ProcID, specs []dispatch.RouteSpec) error
-	RemovePeer(proc dispatch.ProcID, err error)
+	SetRoutes(proc engine.ProcID, specs []engine.RouteSpec) error
+	RemovePeer(proc engine.ProcID, err error)
 }
 
 func newRouter(eng routeSink, self uint32) *router {
 	r := &router{eng: eng, self: self,
 		members: map[uint32]directory.Member{},
-		applied: map[uint32][]dispatch.RouteSpec{},
+		applied: map[uint32][]engine.RouteSpec{},
 		cut:     map[uint32]bool{},
 	}
 	r.table.Store(routing.Build(self, nil))
@@ -82,7 +82,7 @@ func (r *router) event(ev directory.Event) error {
 		delete(r.applied, p)
 		delete(r.cut, p)
 		if p != r.self {
-			r.eng.RemovePeer(ProcID(p), &dispatch.PeerDownError{Proc: ProcID(p), Reason: ev.Reason})
+			r.eng.RemovePeer(ProcID(p), &engine.PeerDownError{Proc: ProcID(p), Reason: ev.Reason})
 		}
 	}
 	return r.applyLocked()
@@ -130,10 +130,10 @@ func (r *router) applyLocked() error {
 }
 
 // routeSpecs turns the routes to one destination into the engine's form.
-func routeSpecs(members map[uint32]directory.Member, rs []routing.Route) []dispatch.RouteSpec {
-	specs := make([]dispatch.RouteSpec, len(rs))
+func routeSpecs(members map[uint32]directory.Member, rs []routing.Route) []engine.RouteSpec {
+	specs := make([]engine.RouteSpec, len(rs))
 	for i, rt := range rs {
-		specs[i] = dispatch.RouteSpec{Port: rt.Port, Endpoint: rt.Addr, MinSize: rt.MinSize,
+		specs[i] = engine.RouteSpec{Port: rt.Port, Endpoint: rt.Addr, MinSize: rt.MinSize,
 			MaxDatagram: pathDatagram(members, rt)}
 	}
 	return specs

@@ -8,28 +8,28 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/directory"
-	"github.com/pcor-go/pcor/dispatch"
+	"github.com/pcor-go/pcor/internal/engine"
 	"github.com/pcor-go/pcor/routing"
 )
 
 // sinkLog records what a router asks of the engine.
 type sinkLog struct {
 	calls []string
-	set   map[ProcID][]dispatch.RouteSpec
+	set   map[ProcID][]engine.RouteSpec
 	errs  map[ProcID]error
 }
 
 func newSinkLog() *sinkLog {
-	return &sinkLog{set: map[ProcID][]dispatch.RouteSpec{}, errs: map[ProcID]error{}}
+	return &sinkLog{set: map[ProcID][]engine.RouteSpec{}, errs: map[ProcID]error{}}
 }
 
-func (s *sinkLog) SetRoutes(p dispatch.ProcID, specs []dispatch.RouteSpec) error {
+func (s *sinkLog) SetRoutes(p engine.ProcID, specs []engine.RouteSpec) error {
 	s.calls = append(s.calls, fmt.Sprintf("set %d", p))
 	s.set[p] = specs
 	return nil
 }
 
-func (s *sinkLog) RemovePeer(p dispatch.ProcID, err error) {
+func (s *sinkLog) RemovePeer(p engine.ProcID, err error) {
 	s.calls = append(s.calls, fmt.Sprintf("remove %d", p))
 	s.errs[p] = err
 }

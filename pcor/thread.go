@@ -3,20 +3,20 @@ package pcor
 import (
 	"context"
 
-	"github.com/pcor-go/pcor/dispatch"
+	"github.com/pcor-go/pcor/internal/engine"
 )
 
 // Thread is a communication endpoint owned by a goroutine.
 type Thread struct {
 	node *Node
 	id   ThreadID
-	req  *dispatch.Request // reused by the blocking receives
-	sreq *dispatch.Request // reused by Send once the engine lets go of it
+	req  *engine.Request // reused by the blocking receives
+	sreq *engine.Request // reused by Send once the engine lets go of it
 }
 
 // Request is a pending non-blocking send or receive.
 type Request struct {
-	r *dispatch.Request
+	r *engine.Request
 }
 
 // Message is a received message.
@@ -65,11 +65,11 @@ func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error
 	return t.wait(ctx, r)
 }
 
-func (t *Thread) wait(ctx context.Context, r *dispatch.Request) error {
+func (t *Thread) wait(ctx context.Context, r *engine.Request) error {
 	err := r.Wait(ctx)
 	if err != nil && ctx.Err() != nil && err == ctx.Err() {
 		r.Cancel()
-		if werr := r.Wait(context.Background()); werr != dispatch.ErrCanceled {
+		if werr := r.Wait(context.Background()); werr != engine.ErrCanceled {
 			// Completed before the cancel took effect.
 			if werr == nil {
 				return nil
@@ -103,13 +103,13 @@ func (t *Thread) RecvInto(ctx context.Context, src Addr, tag Tag, buf []byte) (M
 	r.Reuse()
 	r.SetRecv(t.id, src.Proc, src.Thread, tag, buf)
 	t.node.eng.Start(r)
-	if err := t.wait(ctx, r); err != nil && err != dispatch.ErrTruncated {
+	if err := t.wait(ctx, r); err != nil && err != engine.ErrTruncated {
 		return Message{}, err
 	}
 	return message(r), r.Err()
 }
 
-func message(r *dispatch.Request) Message {
+func message(r *engine.Request) Message {
 	p, th := r.Source()
 	return Message{Data: r.Data(), Src: Addr{p, th}, Tag: r.Tag()}
 }

@@ -1,6 +1,10 @@
 package rdma
 
-import "time"
+import (
+	"time"
+
+	"github.com/pcor-go/pcor/internal/verbs"
+)
 
 // Config selects the device and sizes a Port. The zero value picks the
 // first supported device, port 1, its first RoCEv2 IPv4 GID and a
@@ -84,4 +88,11 @@ func (c Config) withDefaults() Config {
 		c.RNRRetry = 7
 	}
 	return c
+}
+
+// Probe reports whether Listen(cfg) would find a device to open: nil, or an
+// error matching ErrNoDevice or ErrUnsupportedProvider. It opens nothing.
+func Probe(cfg Config) error {
+	_, err := verbs.FindDevice(cfg.Sysfs, cfg.Device)
+	return err
 }

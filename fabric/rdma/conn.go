@@ -1,13 +1,13 @@
 package rdma
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
 	"sync"
 	"sync/atomic"
+
+	"github.com/pcor-go/pcor/internal/verbs"
 )
 
 // conn is the queue pair to one peer, with the TCP connection of its
@@ -15,7 +15,7 @@ import (
 type conn struct {
 	p    *Port
 	ep   string // the peer's endpoint
-	qp   *QP
+	qp   *verbs.QP
 	psn  uint32
 	tcp  net.Conn
 	dead atomic.Bool
@@ -26,12 +26,6 @@ type conn struct {
 
 	failOnce sync.Once
 	err      error
-}
-
-func randomPSN() uint32 {
-	var b [4]byte
-	rand.Read(b[:])
-	return binary.LittleEndian.Uint32(b[:]) & 0xffffff
 }
 
 // newConn creates a QP in INIT with RecvPerPeer receives posted. It runs
@@ -46,17 +40,17 @@ func (p *Port) newConnLocked() (*conn, error) {
 	if free < p.cfg.RecvPerPeer {
 		return nil, fmt.Errorf("rdma: receive buffer pool exhausted (%d free, %d needed per peer): raise Config.RecvBuffers", free, p.cfg.RecvPerPeer)
 	}
-	qp, err := p.pd.CreateQP(p.sendCQ, p.recvCQ, QPCaps{
+	qp, err := p.pd.CreateQP(p.sendCQ, p.recvCQ, verbs.QPCaps{
 		MaxSendWR: uint32(p.cfg.SendDepth), MaxRecvWR: uint32(p.cfg.RecvPerPeer),
 		MaxSendSGE: 2, MaxRecvSGE: 1})
 	if err != nil {
 		return nil, err
 	}
-	if err := qp.ToInit(p.cfg.Port, AccessLocalWrite|AccessRemoteWrite|AccessRemoteRead); err != nil {
+	if err := qp.ToInit(p.cfg.Port, verbs.AccessLocalWrite|verbs.AccessRemoteWrite|verbs.AccessRemoteRead); err != nil {
 		qp.Close()
 		return nil, err
 	}
-	c := &conn{p: p, qp: qp, psn: randomPSN()}
+	c := &conn{p: p, qp: qp, psn: verbs.RandomPSN()}
 	p.rxMu.Lock()
 	for i := 0; i < p.cfg.RecvPerPeer && p.postRecvLocked(c); i++ {
 	}
@@ -68,7 +62,7 @@ func (p *Port) newConnLocked() (*conn, error) {
 }
 
 // connect brings the QP to RTS towards rem.
-func (c *conn) connect(rem Remote) error {
+func (c *conn) connect(rem verbs.Remote) error {
 	p := c.p
 	if err := c.qp.ToRTR(p.cfg.Port, uint8(p.gid.Index), p.mtu, rem); err != nil {
 		return err
@@ -77,7 +71,7 @@ func (c *conn) connect(rem Remote) error {
 }
 
 func (c *conn) local() hello {
-	return hello{Remote: Remote{GID: c.p.gid.GID, QPN: c.qp.QPN, PSN: c.psn}, Endpoint: c.p.local.String()}
+	return hello{Remote: verbs.Remote{GID: c.p.gid.GID, QPN: c.qp.QPN, PSN: c.psn}, Endpoint: c.p.local.String()}
 }
 
 // watch waits for the handshake connection to end (the peer closed or

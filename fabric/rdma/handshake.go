@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/pcor-go/pcor/internal/verbs"
 )
 
 // The handshake is one message each way over TCP: the dialer sends its
@@ -18,7 +20,7 @@ const handshakeMagic = "PCRDMA01"
 const maxEndpointLen = 255
 
 type hello struct {
-	Remote
+	verbs.Remote
 	Endpoint string // the sender's listener address
 }
 

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/pcor-go/pcor/internal/verbs"
 )
 
 func TestHelloRoundTrip(t *testing.T) {
-	h := hello{Remote: Remote{QPN: 0x11, PSN: 0xabcdef}, Endpoint: "10.0.2.15:4791"}
+	h := hello{Remote: verbs.Remote{QPN: 0x11, PSN: 0xabcdef}, Endpoint: "10.0.2.15:4791"}
 	h.GID[15] = 7
 	b, err := h.marshal()
 	if err != nil {

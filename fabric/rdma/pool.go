@@ -1,18 +1,22 @@
 package rdma
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/pcor-go/pcor/internal/verbs"
+)
 
 // pool is a registered region cut into fixed-size buffers with a free
 // list. Its memory comes from the Go heap (which never moves objects), so
 // slices handed out stay valid memory even after the port is closed and
 // the region deregistered.
 type pool struct {
-	mr   *MR
+	mr   *verbs.MR
 	size int
 	free []int
 }
 
-func newPool(pd *PD, n, size int, access uint32) (*pool, error) {
+func newPool(pd *verbs.PD, n, size int, access uint32) (*pool, error) {
 	mr, err := pd.RegMR(make([]byte, n*size), access)
 	if err != nil {
 		return nil, fmt.Errorf("rdma: registering %d buffers of %d bytes: %w", n, size, err)
@@ -26,7 +30,7 @@ func newPool(pd *PD, n, size int, access uint32) (*pool, error) {
 
 func (p *pool) buf(i int) []byte { return p.mr.Buf[i*p.size : (i+1)*p.size : (i+1)*p.size] }
 
-func (p *pool) sge(i, n int) SGE { return SGEOf(p.mr, p.buf(i)[:n]) }
+func (p *pool) sge(i, n int) verbs.SGE { return verbs.SGEOf(p.mr, p.buf(i)[:n]) }
 
 // get takes a free buffer; ok is false when none is left.
 func (p *pool) get() (int, bool) {

@@ -10,12 +10,21 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/verbs"
 )
 
 // ErrPeerLost is the cause recorded when a peer's queue pair is retired
 // (its handshake connection broke, a work request failed, or sends to it
 // stalled past Config.SendTimeout).
 var ErrPeerLost = errors.New("rdma: peer lost")
+
+// ErrNoDevice: the host has no RDMA device (or not the one asked for).
+// ErrUnsupportedProvider: the device's provider is not one this package
+// drives (only soft-RoCE, rxe, is).
+var (
+	ErrNoDevice            = verbs.ErrNoDevice
+	ErrUnsupportedProvider = verbs.ErrUnsupportedProvider
+)
 
 var errClosed = fabric.ErrClosed
 
@@ -42,12 +51,12 @@ type stats struct {
 // Port is a fabric.Port over RC queue pairs, one per peer.
 type Port struct {
 	cfg    Config
-	ctx    *Context
-	pd     *PD
-	gid    GIDEntry
+	ctx    *verbs.Context
+	pd     *verbs.PD
+	gid    verbs.GIDEntry
 	mtu    uint8
-	sendCQ *CQ
-	recvCQ *CQ
+	sendCQ *verbs.CQ
+	recvCQ *verbs.CQ
 	recv   *pool
 	send   *pool
 	ln     net.Listener
@@ -69,16 +78,16 @@ type Port struct {
 	rxConns   []*conn
 	starved   int
 	rxErr     error
-	recvWC    []WC
+	recvWC    []verbs.WC
 
 	sendMu    sync.Mutex // send pool, SQ posting, send CQ
 	sendOwner []*conn
-	sendWC    []WC
+	sendWC    []verbs.WC
 
 	recvMu sync.Mutex // the consumer: Receive/Poll
 
 	allocMu sync.RWMutex
-	allocs  []*MR
+	allocs  []*verbs.MR
 
 	deadConns   atomic.Int64 // failed conns not yet retired
 	lastFailure atomic.Pointer[error]
@@ -94,7 +103,7 @@ var _ fabric.Port = (*Port)(nil)
 // handshake listener.
 func Listen(cfg Config) (p *Port, err error) {
 	cfg = cfg.withDefaults()
-	dev, err := FindDevice(cfg.Sysfs, cfg.Device)
+	dev, err := verbs.FindDevice(cfg.Sysfs, cfg.Device)
 	if err != nil {
 		return nil, err
 	}
@@ -106,14 +115,14 @@ func Listen(cfg Config) (p *Port, err error) {
 			p = nil
 		}
 	}()
-	if p.ctx, err = Open(dev); err != nil {
+	if p.ctx, err = verbs.Open(dev); err != nil {
 		return nil, err
 	}
 	pa, err := p.ctx.QueryPort(cfg.Port)
 	if err != nil {
 		return nil, err
 	}
-	if pa.State != portActive {
+	if pa.State != verbs.PortActive {
 		return nil, fmt.Errorf("rdma: %s port %d is not active (state %d)", dev.Name, cfg.Port, pa.State)
 	}
 	p.mtu = pa.ActiveMTU
@@ -123,18 +132,18 @@ func Listen(cfg Config) (p *Port, err error) {
 	if p.pd, err = p.ctx.AllocPD(); err != nil {
 		return nil, err
 	}
-	if p.recv, err = newPool(p.pd, cfg.RecvBuffers, BufSize, AccessLocalWrite); err != nil {
+	if p.recv, err = newPool(p.pd, cfg.RecvBuffers, BufSize, verbs.AccessLocalWrite); err != nil {
 		return nil, err
 	}
-	if p.send, err = newPool(p.pd, cfg.SendBuffers, BufSize, AccessLocalWrite); err != nil {
+	if p.send, err = newPool(p.pd, cfg.SendBuffers, BufSize, verbs.AccessLocalWrite); err != nil {
 		return nil, err
 	}
 	p.recvOwner = make([]*conn, cfg.RecvBuffers)
 	p.readyBuf = make([]readyDg, 0, cfg.RecvBuffers)
 	p.ready = p.readyBuf
 	p.sendOwner = make([]*conn, cfg.SendBuffers)
-	p.sendWC = make([]WC, 64)
-	p.recvWC = make([]WC, 64)
+	p.sendWC = make([]verbs.WC, 64)
+	p.recvWC = make([]verbs.WC, 64)
 	if p.recvCQ, err = p.ctx.CreateCQ(cfg.RecvBuffers+16, true); err != nil {
 		return nil, err
 	}
@@ -150,24 +159,24 @@ func Listen(cfg Config) (p *Port, err error) {
 	return p, nil
 }
 
-func (p *Port) chooseGID() (GIDEntry, error) {
+func (p *Port) chooseGID() (verbs.GIDEntry, error) {
 	if p.cfg.GID == "" {
-		return pickGID(p.ctx, p.cfg.Port, -1)
+		return verbs.PickGID(p.ctx, p.cfg.Port, -1)
 	}
 	ip := net.ParseIP(p.cfg.GID)
 	if ip == nil {
-		return GIDEntry{}, fmt.Errorf("rdma: Config.GID %q is not an address", p.cfg.GID)
+		return verbs.GIDEntry{}, fmt.Errorf("rdma: Config.GID %q is not an address", p.cfg.GID)
 	}
 	all, err := p.ctx.QueryGIDTable(1024)
 	if err != nil {
-		return GIDEntry{}, err
+		return verbs.GIDEntry{}, err
 	}
 	for _, e := range all {
 		if e.Port == uint32(p.cfg.Port) && net.IP(e.GID[:]).Equal(ip) {
 			return e, nil
 		}
 	}
-	return GIDEntry{}, fmt.Errorf("rdma: port %d has no GID %s", p.cfg.Port, ip)
+	return verbs.GIDEntry{}, fmt.Errorf("rdma: port %d has no GID %s", p.cfg.Port, ip)
 }
 
 // advertised is the listener address peers dial; an unspecified host is
@@ -200,9 +209,6 @@ func (p *Port) LastFailure() error {
 	}
 	return nil
 }
-
-// GID is the local GID the port sends from.
-func (p *Port) GID() GIDEntry { return p.gid }
 
 // BatchSize is the number of datagrams per Send/Receive call at best.
 func (p *Port) BatchSize() int { return 64 }
@@ -241,7 +247,7 @@ func (p *Port) Alloc(n int) []byte {
 	if p.closed.Load() {
 		return make([]byte, n)
 	}
-	mr, err := p.pd.RegMR(make([]byte, n), AccessLocalWrite|AccessRemoteRead)
+	mr, err := p.pd.RegMR(make([]byte, n), verbs.AccessLocalWrite|verbs.AccessRemoteRead)
 	if err != nil {
 		return make([]byte, n)
 	}
@@ -250,7 +256,7 @@ func (p *Port) Alloc(n int) []byte {
 }
 
 // allocMR returns the Alloc'd region holding b, or nil.
-func (p *Port) allocMR(b []byte) *MR {
+func (p *Port) allocMR(b []byte) *verbs.MR {
 	if len(b) == 0 {
 		return nil
 	}
@@ -300,7 +306,7 @@ func (p *Port) Close() error {
 			c.qp.Close()
 		}
 		p.all, p.conns, p.byQPN = nil, map[string]*conn{}, map[uint32]*conn{}
-		for _, cq := range []*CQ{p.sendCQ, p.recvCQ} {
+		for _, cq := range []*verbs.CQ{p.sendCQ, p.recvCQ} {
 			if cq != nil {
 				cq.Close()
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/verbs"
 )
 
 // The receive side keeps every QP's receive ring topped up independently
@@ -144,12 +145,12 @@ func (p *Port) pumpRecvLocked() (failed []*conn) {
 			}
 			c := p.recvOwner[idx]
 			c.recvPosted--
-			if wc.Status != wcSuccess {
+			if wc.Status != verbs.WCSuccess {
 				p.recvOwner[idx] = nil
 				p.recv.put(idx)
-				if wc.Status != wcFlushErr {
+				if wc.Status != verbs.WCFlushErr {
 					failed = append(failed, c)
-					p.rxErr = &WCError{Status: wc.Status, QPNum: wc.QPNum}
+					p.rxErr = &verbs.WCError{Status: wc.Status, QPNum: wc.QPNum}
 				}
 				continue
 			}

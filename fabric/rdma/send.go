@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/verbs"
 )
 
 // Send posts each datagram as one RC SEND on the queue pair to its
@@ -67,10 +68,10 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 		}
 		buf := p.send.buf(idx)
 		n := copy(buf, d.Head)
-		sges := [2]SGE{}
+		sges := [2]verbs.SGE{}
 		nsge := 1
 		if mr := p.allocMR(d.Body); mr != nil {
-			sges[1] = SGEOf(mr, d.Body)
+			sges[1] = verbs.SGEOf(mr, d.Body)
 			nsge = 2
 			zc = append(zc, idx)
 			p.stats.zeroCopy.Add(1)
@@ -81,7 +82,7 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 		if n == 0 && nsge == 2 {
 			sges[0], nsge = sges[1], 1
 		}
-		wr := SendWR{WrID: uint64(idx), Opcode: OpSend, Signaled: true, SGEs: sges[:nsge]}
+		wr := verbs.SendWR{WrID: uint64(idx), Opcode: verbs.OpSend, Signaled: true, SGEs: sges[:nsge]}
 		if nsge == 1 && sges[0].Length == 0 {
 			wr.SGEs = nil
 		}
@@ -194,7 +195,7 @@ func (p *Port) waitSend(c *conn) error {
 			return fabric.ErrClosed
 		case err == nil:
 			return nil
-		case !errors.Is(err, ErrTimeout):
+		case !errors.Is(err, verbs.ErrTimeout):
 			return err
 		}
 	}
@@ -215,10 +216,10 @@ func (p *Port) reapSend() int {
 			p.sendOwner[idx] = nil
 			c.outstanding--
 			p.send.put(idx)
-			if wc.Status != wcSuccess {
+			if wc.Status != verbs.WCSuccess {
 				p.stats.dropped.Add(1)
-				if wc.Status != wcFlushErr {
-					c.fail(fmt.Errorf("%w: %v", ErrPeerLost, &WCError{Status: wc.Status, QPNum: wc.QPNum}))
+				if wc.Status != verbs.WCFlushErr {
+					c.fail(fmt.Errorf("%w: %v", ErrPeerLost, &verbs.WCError{Status: wc.Status, QPNum: wc.QPNum}))
 				}
 			}
 		}

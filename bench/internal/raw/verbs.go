@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/bench/internal/peer"
-	"github.com/pcor-go/pcor/fabric/rdma"
+	"github.com/pcor-go/pcor/internal/verbs"
 )
 
 // Raw verbs baselines for --fabric rdma: a SEND/RECV ping-pong against an
@@ -21,7 +21,7 @@ const verbsDepth = 4
 
 // verbsJob is a running far end: an echo loop, or an idle write target.
 type verbsJob struct {
-	end    *rdma.BaselineEnd
+	end    *verbs.BaselineEnd
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 	err    error
@@ -39,11 +39,11 @@ func (j *verbsJob) Stop() error {
 // startVerbs opens a far end of job.Size bytes and connects it to the
 // near end described by job.Addr.
 func startVerbs(job peer.Job, depth int) (*verbsJob, error) {
-	rem, err := rdma.ParseBaselineInfo(job.Addr)
+	rem, err := verbs.ParseBaselineInfo(job.Addr)
 	if err != nil {
 		return nil, err
 	}
-	end, err := rdma.NewBaselineEnd(rdma.Config{}, max(job.Size, 1), depth)
+	end, err := verbs.NewBaselineEnd(verbs.BaselineConfig{}, max(job.Size, 1), depth)
 	if err != nil {
 		return nil, err
 	}
@@ -84,8 +84,8 @@ func VerbsSink(_ context.Context, job peer.Job) (peer.Running, error) {
 
 // connectVerbs opens a near end and a far job of kind on host, and
 // connects the two.
-func connectVerbs(ctx context.Context, host peer.Host, kind string, size, depth int) (*rdma.BaselineEnd, error) {
-	end, err := rdma.NewBaselineEnd(rdma.Config{}, max(size, 1), depth)
+func connectVerbs(ctx context.Context, host peer.Host, kind string, size, depth int) (*verbs.BaselineEnd, error) {
+	end, err := verbs.NewBaselineEnd(verbs.BaselineConfig{}, max(size, 1), depth)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +94,7 @@ func connectVerbs(ctx context.Context, host peer.Host, kind string, size, depth 
 		end.Close()
 		return nil, err
 	}
-	rem, err := rdma.ParseBaselineInfo(addr)
+	rem, err := verbs.ParseBaselineInfo(addr)
 	if err == nil {
 		err = end.Connect(rem)
 	}
@@ -133,7 +133,7 @@ func VerbsPingPong(ctx context.Context, host peer.Host, size, warmup, iters int)
 // VerbsStream is an RDMA WRITE stream into a verbs-sink job.
 type VerbsStream struct {
 	host  peer.Host
-	end   *rdma.BaselineEnd
+	end   *verbs.BaselineEnd
 	depth int
 }
 

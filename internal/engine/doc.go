@@ -1,0 +1,24 @@
+// Package engine moves messages between thread endpoints: everything
+// between a thread's send or receive call and the fabric.
+//
+// An Engine (one per process) owns the receive table, the message control
+// block pool and the per-peer send and receive streams; each fabric port it
+// drives has one dispatcher goroutine that receives batches of datagrams,
+// validates them, reassembles fragments into message control blocks,
+// matches completed messages against posted receives and acknowledges.
+//
+// Sending is ack-clocked: the thread that posts a message cuts and
+// transmits the first window of fragments itself, and the dispatcher cuts
+// more as acknowledgements open the window. Every peer has one stream of
+// fragment sequence numbers; acknowledgements are cumulative with
+// selective blocks above the cumulative point. Fragments are retransmitted
+// after a timeout estimated from measured round trips (with exponential
+// backoff) or at once when selective acknowledgements show a gap. A
+// receiver without a free control block or memory budget for a new message
+// answers BUSY and the sender pauses and retries: nothing is dropped and
+// the receiver's memory stays within its budget.
+//
+// Messages from one process to another are accepted in the order they were
+// first transmitted, so messages between two threads with the same tag are
+// never overtaken.
+package engine

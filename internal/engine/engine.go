@@ -1,0 +1,371 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/wire"
+)
+
+// Engine is the messaging engine of one process.
+type Engine struct {
+	cfg   Config
+	inc   uint32 // this engine's incarnation
+	pool  *mcbPool
+	table *recvTable
+	bufs  bufPool
+
+	budgetUsed atomic.Int64
+
+	peersMu sync.Mutex
+	peers   atomic.Pointer[map[ProcID]*peer]
+
+	portsMu sync.Mutex
+	ports   []*port
+
+	localMu      sync.Mutex
+	localQ       []*Request
+	localWaiting atomic.Int32
+
+	batches sync.Pool
+
+	closing   chan struct{}
+	closed    atomic.Bool
+	closeOnce sync.Once
+	wg        sync.WaitGroup
+
+	down map[ProcID]error // processes removed, guarded by peersMu
+}
+
+// New creates an engine; ports are added with AddPort.
+func New(cfg Config) (*Engine, error) {
+	cfg.fill()
+	if cfg.Proc == AnyProc {
+		return nil, errors.New("pcor: invalid process id")
+	}
+	e := &Engine{cfg: cfg, closing: make(chan struct{})}
+	for e.inc == 0 {
+		e.inc = rand.Uint32()
+	}
+	e.pool = newMCBPool(cfg.MCBs)
+	e.table = newRecvTable(e.pool, cfg.Buckets)
+	m := map[ProcID]*peer{}
+	e.peers.Store(&m)
+	e.batches.New = func() any { return newBatch(64) }
+	return e, nil
+}
+
+// Proc is the engine's process id.
+func (e *Engine) Proc() ProcID { return e.cfg.Proc }
+
+// Config returns the effective configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// AddPort starts a dispatcher for fab and returns the port's index.
+func (e *Engine) AddPort(fab fabric.Port, mode Mode) (int, error) {
+	if e.closed.Load() {
+		return 0, ErrClosed
+	}
+	e.portsMu.Lock()
+	defer e.portsMu.Unlock()
+	pt := &port{e: e, fab: fab, mode: mode, idx: len(e.ports)}
+	e.ports = append(e.ports, pt)
+	e.wg.Add(1)
+	go pt.loop()
+	return pt.idx, nil
+}
+
+// Ports returns the fabric ports in index order.
+func (e *Engine) Ports() []fabric.Port {
+	e.portsMu.Lock()
+	defer e.portsMu.Unlock()
+	out := make([]fabric.Port, len(e.ports))
+	for i, p := range e.ports {
+		out[i] = p.fab
+	}
+	return out
+}
+
+func (e *Engine) port(i int) *port {
+	e.portsMu.Lock()
+	defer e.portsMu.Unlock()
+	if i < 0 || i >= len(e.ports) {
+		return nil
+	}
+	return e.ports[i]
+}
+
+// RouteSpec describes one route to a process for SetRoutes.
+type RouteSpec struct {
+	// Port is the index of the local port.
+	Port int
+	// Endpoint is where datagrams go on that port: the process's own
+	// endpoint, or a gateway's that forwards them.
+	Endpoint string
+	// MinSize is the smallest message this route is used for.
+	MinSize int64
+	// MaxDatagram, if positive, caps the datagram size (for paths whose
+	// later hops carry smaller datagrams than the first).
+	MaxDatagram int
+}
+
+// SetPeer adds process proc, reached through port portIdx at endpoint ep,
+// or changes its route. A peer that had failed is reset.
+func (e *Engine) SetPeer(proc ProcID, portIdx int, ep string) error {
+	return e.SetRoutes(proc, []RouteSpec{{Port: portIdx, Endpoint: ep}})
+}
+
+// SetRoutes sets the routes to process proc, chosen by message size.
+// Messages already under way keep their route while it remains.
+func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
+	if proc == e.cfg.Proc || proc == AnyProc {
+		return fmt.Errorf("pcor: invalid peer id %d", proc)
+	}
+	if len(specs) == 0 {
+		return fmt.Errorf("pcor: no route to %d", proc)
+	}
+	rs := make(routeSet, 0, len(specs))
+	for _, sp := range specs {
+		pt := e.port(sp.Port)
+		if pt == nil {
+			return fmt.Errorf("pcor: no port %d", sp.Port)
+		}
+		fep, err := pt.fab.ParseEndpoint(sp.Endpoint)
+		if err != nil {
+			return err
+		}
+		maxDg := pt.fab.MaxDatagram(fep)
+		if maxDg > wire.MaxFragment {
+			maxDg = wire.MaxFragment
+		}
+		if sp.MaxDatagram > 0 && sp.MaxDatagram < maxDg {
+			maxDg = sp.MaxDatagram
+		}
+		if maxDg < wire.HeaderSize+minFragSize {
+			return fmt.Errorf("pcor: datagrams of %d bytes are too small", maxDg)
+		}
+		rs = append(rs, &route{port: pt, ep: fep, maxDg: maxDg, minSize: sp.MinSize})
+	}
+	if p := e.peer(proc); p != nil {
+		// Keep the route objects that did not change, so that messages
+		// under way on them are not disturbed.
+		if old := p.routes.Load(); old != nil {
+			for i, r := range rs {
+				for _, o := range *old {
+					if o.port == r.port && o.ep.String() == r.ep.String() && o.maxDg == r.maxDg && o.minSize == r.minSize {
+						rs[i] = o
+					}
+				}
+			}
+		}
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].minSize < rs[j].minSize })
+	rs[0].minSize = 0
+	e.peersMu.Lock()
+	defer e.peersMu.Unlock()
+	delete(e.down, proc)
+	old := *e.peers.Load()
+	p := old[proc]
+	if p != nil {
+		p.mu.Lock()
+		failed := p.tx.failed != nil
+		p.mu.Unlock()
+		if failed {
+			p = nil
+		}
+	}
+	if p == nil {
+		p = newPeer(e, proc)
+		m := make(map[ProcID]*peer, len(old)+1)
+		for k, v := range old {
+			m[k] = v
+		}
+		m[proc] = p
+		e.peers.Store(&m)
+	}
+	p.routes.Store(&rs)
+	return nil
+}
+
+// RemovePeer forgets process proc: its pending sends, and receives
+// waiting specifically on it, fail with err (ErrPeerDown if nil).
+func (e *Engine) RemovePeer(proc ProcID, err error) {
+	if err == nil {
+		err = &PeerDownError{Proc: proc}
+	}
+	e.peersMu.Lock()
+	old := *e.peers.Load()
+	p := old[proc]
+	if p != nil {
+		m := make(map[ProcID]*peer, len(old))
+		for k, v := range old {
+			if k != proc {
+				m[k] = v
+			}
+		}
+		e.peers.Store(&m)
+	}
+	e.peersMu.Unlock()
+	if p != nil {
+		p.fail(err)
+		p.rxmu.Lock()
+		e.dropOwned(p, err)
+		p.rxmu.Unlock()
+	}
+	e.failPostedFrom(proc, err)
+}
+
+// Peers lists the processes the engine has routes to.
+func (e *Engine) Peers() []ProcID {
+	m := *e.peers.Load()
+	out := make([]ProcID, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func (e *Engine) peer(proc ProcID) *peer { return (*e.peers.Load())[proc] }
+
+// Alloc returns memory the first port's fabric can send from directly.
+func (e *Engine) Alloc(n int) []byte {
+	e.portsMu.Lock()
+	defer e.portsMu.Unlock()
+	if len(e.ports) > 0 {
+		return e.ports[0].fab.Alloc(n)
+	}
+	return make([]byte, n)
+}
+
+// Stats returns the counters of every port.
+func (e *Engine) Stats() []PortStats {
+	e.portsMu.Lock()
+	defer e.portsMu.Unlock()
+	out := make([]PortStats, len(e.ports))
+	for i, pt := range e.ports {
+		out[i].Fabric = pt.fab.Kind()
+		out[i].Endpoint = pt.fab.LocalEndpoint().String()
+		out[i].Mode = pt.mode
+		pt.c.snapshot(&out[i])
+	}
+	return out
+}
+
+// BudgetUsed is the number of bytes currently held for unreceived messages.
+func (e *Engine) BudgetUsed() int64 { return e.budgetUsed.Load() }
+
+// MCBsInUse is the number of message control blocks in use.
+func (e *Engine) MCBsInUse() int { return e.pool.inUse() }
+
+// reserve takes n bytes of the receive budget. A message larger than the
+// whole budget is admitted only while nothing else is held.
+func (e *Engine) reserve(n int64) bool {
+	for {
+		used := e.budgetUsed.Load()
+		if used+n > e.cfg.RecvBudget && used > 0 {
+			return false
+		}
+		if e.budgetUsed.CompareAndSwap(used, used+n) {
+			return true
+		}
+	}
+}
+
+func (e *Engine) release(n int64) {
+	if n == 0 {
+		return
+	}
+	e.budgetUsed.Add(-n)
+	if e.localWaiting.Load() > 0 {
+		e.drainLocal()
+	}
+}
+
+// freeMCB returns m to the pool with its budget.
+func (e *Engine) freeMCB(m *mcb) {
+	n := m.reserved
+	if m.data != nil && m.total <= chunkSize {
+		e.bufs.put(m.data, m.box)
+	}
+	e.pool.put(m)
+	e.release(n)
+}
+
+func (e *Engine) getBatch() *batch { return e.batches.Get().(*batch) }
+
+func (e *Engine) putBatch(b *batch) {
+	b.reset()
+	e.batches.Put(b)
+}
+
+// Close stops the dispatchers, fails every pending request with ErrClosed
+// and releases the ports. It is idempotent.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		// Acknowledge what arrived, so that senders of messages this
+		// process received do not see it as lost.
+		for _, p := range *e.peers.Load() {
+			p.rxmu.Lock()
+			pending := p.rx.ackPending
+			var a wire.AckBody
+			if pending {
+				p.takeAck(&a)
+			}
+			if p.ackTimer != nil {
+				p.ackTimer.Stop()
+			}
+			p.rxmu.Unlock()
+			if pending {
+				p.sendAck(&a)
+			}
+		}
+		e.closed.Store(true)
+		close(e.closing)
+		e.portsMu.Lock()
+		ports := append([]*port(nil), e.ports...)
+		e.portsMu.Unlock()
+		for _, pt := range ports {
+			pt.fab.Close()
+		}
+		e.wg.Wait()
+		for _, p := range *e.peers.Load() {
+			p.fail(ErrClosed)
+			p.rxmu.Lock()
+			e.dropOwned(p, ErrClosed)
+			for id, m := range p.rx.inprog {
+				delete(p.rx.inprog, id)
+				e.freeMCB(m)
+			}
+			for id, m := range p.rx.held {
+				delete(p.rx.held, id)
+				if m != nil {
+					e.freeMCB(m)
+				}
+			}
+			p.rxmu.Unlock()
+		}
+		posted, unexp := e.table.drain()
+		for _, r := range posted {
+			r.complete(ErrClosed)
+		}
+		for _, m := range unexp {
+			e.freeMCB(m)
+		}
+		e.localMu.Lock()
+		q := e.localQ
+		e.localQ = nil
+		e.localMu.Unlock()
+		for _, r := range q {
+			r.complete(ErrClosed)
+		}
+	})
+	return nil
+}
+
+// Closed reports whether Close was called.
+func (e *Engine) Closed() bool { return e.closed.Load() }

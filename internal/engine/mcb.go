@@ -1,0 +1,283 @@
+package engine
+
+import (
+	"sync"
+)
+
+// key identifies a message stream in the receive table: pCoR's
+// <source process, source thread, destination thread, tag>.
+type key struct {
+	srcProc   ProcID
+	srcThread ThreadID
+	dstThread ThreadID
+	tag       Tag
+}
+
+// chunkSize is the unit in which the storage of a large message grows as
+// its fragments arrive, so that a header claiming a huge message costs
+// memory only for what has actually arrived. Chunks are pooled.
+const chunkSize = 256 << 10
+
+var chunkPool = sync.Pool{New: func() any { return new([chunkSize]byte) }}
+
+// bitBlock is the number of fragments one lazily allocated bitmap block covers.
+const bitBlock = 4096
+
+// minFragSize is the smallest fragment a multi-fragment message may use.
+const minFragSize = 256
+
+const nilMCB = -1
+
+// mcb is a message control block: the attributes of one incoming message,
+// its reassembly state and, once complete, its place in the receive table.
+type mcb struct {
+	idx   int32
+	hnext int32 // next in the bucket chain
+	tprev int32 // arrival list of the destination thread
+	tnext int32
+
+	key   key
+	msgID uint64
+
+	total    uint64
+	fragSize uint32
+	nfrag    uint32
+	got      uint32
+	gotBytes uint64
+	reserved int64
+
+	bits   [][]uint64         // fragment bitmap, blocks of bitBlock bits
+	chunks []*[chunkSize]byte // storage of a large message, filled as it arrives
+	data   []byte             // contiguous storage: small, owned or handed over
+	box    *[]byte            // the pool's box of a small data buffer
+
+	// owner is the posted receive that took this message when its first
+	// fragment arrived; the fragments are then placed straight into the
+	// receive's buffer.
+	owner *Request
+}
+
+// hasFrag reports whether fragment i has arrived.
+func (m *mcb) hasFrag(i uint32) bool {
+	b := m.bits[i/bitBlock]
+	if b == nil {
+		return false
+	}
+	j := i % bitBlock
+	return b[j/64]&(1<<(j%64)) != 0
+}
+
+func (m *mcb) setFrag(i uint32) {
+	b := m.bits[i/bitBlock]
+	if b == nil {
+		b = make([]uint64, bitBlock/64)
+		m.bits[i/bitBlock] = b
+	}
+	j := i % bitBlock
+	b[j/64] |= 1 << (j % 64)
+}
+
+// start prepares m for a message of total bytes in fragSize fragments.
+func (m *mcb) start(total uint64, fragSize uint32, nfrag uint32, pool *bufPool) {
+	m.total, m.fragSize, m.nfrag = total, fragSize, nfrag
+	m.got, m.gotBytes = 0, 0
+	nb := (int(nfrag) + bitBlock - 1) / bitBlock
+	if nb == 1 {
+		if len(m.bits) != 1 {
+			m.bits = append(m.bits[:0], nil) // a cleared block is kept for reuse
+		}
+	} else {
+		m.bits = make([][]uint64, nb)
+	}
+	if m.data != nil {
+		// Storage supplied by the receive that owns the message.
+	} else if total <= chunkSize {
+		m.data, m.box = pool.get(int(total))
+	} else {
+		m.chunks = make([]*[chunkSize]byte, (total+chunkSize-1)/chunkSize)
+	}
+}
+
+// place stores fragment idx (its bytes body) and reports whether the
+// message is now complete.
+func (m *mcb) place(idx uint32, body []byte) bool {
+	off := uint64(idx) * uint64(m.fragSize)
+	n := uint64(len(body))
+	if m.data != nil {
+		copy(m.data[off:], body)
+	} else {
+		for len(body) > 0 {
+			c := off / chunkSize
+			if m.chunks[c] == nil {
+				m.chunks[c] = chunkPool.Get().(*[chunkSize]byte)
+			}
+			k := copy(m.chunks[c][off%chunkSize:], body)
+			body = body[k:]
+			off += uint64(k)
+		}
+	}
+	m.setFrag(idx)
+	m.got++
+	m.gotBytes += n
+	return m.got == m.nfrag
+}
+
+// copyTo copies the message into dst and returns the bytes copied.
+func (m *mcb) copyTo(dst []byte) int {
+	if m.data != nil {
+		return copy(dst, m.data)
+	}
+	n := 0
+	for c, ch := range m.chunks {
+		if n >= len(dst) {
+			break
+		}
+		l := m.total - uint64(c)*chunkSize
+		if l > chunkSize {
+			l = chunkSize
+		}
+		if ch == nil {
+			k := min(int(l), len(dst)-n)
+			clear(dst[n : n+k])
+			n += k
+			continue
+		}
+		n += copy(dst[n:], ch[:l])
+	}
+	return n
+}
+
+// bytes returns the message as one slice, assembling chunked storage.
+func (m *mcb) bytes() []byte {
+	if m.data == nil && m.chunks != nil {
+		d := make([]byte, m.total)
+		m.copyTo(d)
+		m.releaseChunks()
+		m.data = d
+	}
+	return m.data
+}
+
+func (m *mcb) releaseChunks() {
+	for i, ch := range m.chunks {
+		if ch != nil {
+			chunkPool.Put(ch)
+			m.chunks[i] = nil
+		}
+	}
+	m.chunks = nil
+}
+
+// clear forgets the message, keeping small allocations for reuse.
+func (m *mcb) clear() {
+	m.key = key{}
+	m.msgID = 0
+	m.total, m.fragSize, m.nfrag, m.got, m.gotBytes, m.reserved = 0, 0, 0, 0, 0, 0
+	for i := range m.bits {
+		if b := m.bits[i]; b != nil && len(m.bits) == 1 {
+			clear(b)
+			continue
+		}
+		m.bits[i] = nil
+	}
+	if len(m.bits) > 1 {
+		m.bits = nil
+	}
+	m.releaseChunks()
+	m.data, m.box = nil, nil
+	m.owner = nil
+	m.hnext, m.tprev, m.tnext = nilMCB, nilMCB, nilMCB
+}
+
+// mcbPool is the fixed-capacity array of control blocks with a free list.
+type mcbPool struct {
+	mu   sync.Mutex
+	all  []mcb
+	free []int32
+}
+
+func newMCBPool(n int) *mcbPool {
+	p := &mcbPool{all: make([]mcb, n), free: make([]int32, n)}
+	for i := range p.all {
+		p.all[i].idx = int32(i)
+		p.all[i].hnext, p.all[i].tprev, p.all[i].tnext = nilMCB, nilMCB, nilMCB
+		p.free[i] = int32(n - 1 - i)
+	}
+	return p
+}
+
+// get takes a free block, or nil when all are in use.
+func (p *mcbPool) get() *mcb {
+	p.mu.Lock()
+	n := len(p.free)
+	if n == 0 {
+		p.mu.Unlock()
+		return nil
+	}
+	i := p.free[n-1]
+	p.free = p.free[:n-1]
+	p.mu.Unlock()
+	return &p.all[i]
+}
+
+func (p *mcbPool) put(m *mcb) {
+	m.clear()
+	p.mu.Lock()
+	p.free = append(p.free, m.idx)
+	p.mu.Unlock()
+}
+
+func (p *mcbPool) at(i int32) *mcb { return &p.all[i] }
+
+func (p *mcbPool) inUse() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.all) - len(p.free)
+}
+
+// bufPool recycles small message buffers in power-of-two size classes.
+type bufPool struct {
+	classes [17]sync.Pool // 1 B .. 64 KiB
+}
+
+func sizeClass(n int) int {
+	c := 0
+	for (1 << c) < n {
+		c++
+	}
+	return c
+}
+
+// get returns a buffer of n bytes and, when it came from the pool, the
+// box that carried it (for put, so that returning it allocates nothing).
+func (bp *bufPool) get(n int) ([]byte, *[]byte) {
+	if n == 0 {
+		return []byte{}, nil
+	}
+	c := sizeClass(n)
+	if c >= len(bp.classes) {
+		return make([]byte, n), nil
+	}
+	if v := bp.classes[c].Get(); v != nil {
+		box := v.(*[]byte)
+		return (*box)[:n], box
+	}
+	return make([]byte, n, 1<<c), nil
+}
+
+// put returns b, in its box if it has one.
+func (bp *bufPool) put(b []byte, box *[]byte) {
+	c := cap(b)
+	if c == 0 || c&(c-1) != 0 {
+		return
+	}
+	k := sizeClass(c)
+	if k >= len(bp.classes) {
+		return
+	}
+	if box == nil {
+		box = new([]byte)
+	}
+	*box = b[:c]
+	bp.classes[k].Put(box)
+}

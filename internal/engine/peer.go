@@ -1,0 +1,152 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric"
+)
+
+// route is one way to reach a peer: a local port and the endpoint of the
+// peer, or of the gateway that forwards to it, for messages of at least
+// minSize bytes.
+type route struct {
+	port    *port
+	ep      fabric.Endpoint
+	maxDg   int
+	minSize int64
+}
+
+// routeSet is a peer's routes by increasing minSize; the first takes
+// messages of any size up to the next one's minSize.
+type routeSet []*route
+
+// pick returns the route for a message of size bytes.
+func (s routeSet) pick(size int64) *route {
+	i := len(s) - 1
+	for i > 0 && size < s[i].minSize {
+		i--
+	}
+	return s[i]
+}
+
+// repick chooses a new route for a message under way whose fragments are
+// need bytes: the one for its size if it carries them, else any that does.
+func (s routeSet) repick(size int64, need int) *route {
+	rt := s.pick(size)
+	if rt.maxDg >= need {
+		return rt
+	}
+	for _, r := range s {
+		if r.maxDg >= need {
+			return r
+		}
+	}
+	return rt
+}
+
+// has reports whether rt is still one of the routes.
+func (s routeSet) has(rt *route) bool {
+	for _, r := range s {
+		if r == rt {
+			return true
+		}
+	}
+	return false
+}
+
+// peer holds everything the engine keeps about one remote process: the
+// route to it, the send stream (queue, fragments in flight, congestion and
+// retransmission state) and the receive stream from it.
+type peer struct {
+	e      *Engine
+	proc   ProcID
+	routes atomic.Pointer[routeSet]
+
+	lastHeard atomic.Int64  // monotonic ns of the last valid datagram from it
+	ackedCum  atomic.Uint64 // highest cumulative acknowledgement received
+
+	// inc is the peer's incarnation (0: not heard from yet); retired are
+	// earlier ones, whose late datagrams are dropped. Guarded by incMu.
+	incMu   sync.Mutex
+	inc     atomic.Uint32
+	retired [4]uint32
+
+	mu sync.Mutex
+	tx txStream
+
+	rxmu     sync.Mutex
+	rx       rxStream
+	ackTimer *time.Timer // sends a delayed acknowledgement; guarded by rxmu
+	ackArmed bool
+}
+
+func newPeer(e *Engine, proc ProcID) *peer {
+	p := &peer{e: e, proc: proc}
+	p.tx.init(e)
+	p.rx.init(e.cfg.Window)
+	p.lastHeard.Store(nanotime())
+	return p
+}
+
+// checkInc compares a datagram's source incarnation with the peer's. A new
+// one means the process restarted: both streams start afresh, pending sends
+// go to the new process from their beginning, and messages arriving from
+// the old one are dropped (receives that owned them fail with
+// ErrPeerDown). It reports false for a datagram of a retired incarnation,
+// which must be dropped.
+func (p *peer) checkInc(inc uint32) bool {
+	if inc == p.inc.Load() {
+		return true
+	}
+	p.incMu.Lock()
+	defer p.incMu.Unlock()
+	cur := p.inc.Load()
+	if inc == cur {
+		return true
+	}
+	for _, r := range p.retired {
+		if r == inc {
+			return false
+		}
+	}
+	p.inc.Store(inc)
+	if cur == 0 {
+		return true
+	}
+	copy(p.retired[1:], p.retired[:])
+	p.retired[0] = cur
+	p.restartTx()
+	p.ackedCum.Store(0)
+	p.rxmu.Lock()
+	p.e.dropOwned(p, nil) // receives wait for the new process's messages
+	for id, m := range p.rx.inprog {
+		delete(p.rx.inprog, id)
+		p.e.freeMCB(m)
+	}
+	for id, m := range p.rx.held {
+		delete(p.rx.held, id)
+		if m != nil {
+			p.e.freeMCB(m)
+		}
+	}
+	p.rx.init(p.e.cfg.Window)
+	p.rx.cum, p.rx.maxSeen, p.rx.nextMsg = 0, 0, 0
+	p.rxmu.Unlock()
+	return true
+}
+
+// ctrl is the route for acknowledgements and other control datagrams: the
+// one for the smallest messages.
+func (p *peer) ctrl() *route {
+	if rs := p.routes.Load(); rs != nil && len(*rs) > 0 {
+		return (*rs)[0]
+	}
+	return nil
+}
+
+var epoch = time.Now()
+
+// nanotime is a monotonic clock in nanoseconds.
+func nanotime() int64 { return int64(time.Since(epoch)) }

@@ -1,0 +1,317 @@
+package engine
+
+import "context"
+
+// NewRecv prepares a receive for thread dst of a message from src (wildcards
+// allowed) with tag (or AnyTag), into buf (nil: the library allocates).
+func (e *Engine) NewRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) *Request {
+	r := newRequest(e, recvReq)
+	r.setRecv(dst, srcProc, srcThread, tag, buf)
+	return r
+}
+
+func (r *Request) setRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) {
+	r.dstProc = r.eng.cfg.Proc
+	r.dstThread, r.srcProc, r.srcThread, r.tag, r.buf = dst, srcProc, srcThread, tag, buf
+}
+
+// Reuse re-arms a completed request, so a thread's blocking calls allocate
+// nothing. A send may be reused only once Idle reports true: fragments in
+// flight can refer to it after it completed.
+func (r *Request) Reuse() { r.reset() }
+
+// SetSend fills an idle request (see Idle) as a send.
+func (r *Request) SetSend(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) {
+	r.kind = sendReq
+	r.setSend(src, dstProc, dstThread, tag, data)
+}
+
+// SetUrgent asks the destination to acknowledge the message as soon as it
+// has it rather than wait for data going back to carry the
+// acknowledgement: for a sender that blocks until the message is accepted.
+func (r *Request) SetUrgent() { r.ackNow = true }
+
+// SetRecv fills a reusable request as a receive.
+func (r *Request) SetRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) {
+	r.kind = recvReq
+	r.setRecv(dst, srcProc, srcThread, tag, buf)
+}
+
+// NewRequest returns an empty reusable request.
+func (e *Engine) NewRequest() *Request { return newRequest(e, recvReq) }
+
+func (e *Engine) irecv(r *Request) {
+	s := e.table.stripe(r.dstThread)
+	s.mu.Lock()
+	if e.closed.Load() {
+		s.mu.Unlock()
+		r.complete(ErrClosed)
+		return
+	}
+	if r.srcProc != AnyProc && r.srcProc != e.cfg.Proc && e.peer(r.srcProc) == nil && e.downErr(r.srcProc) != nil {
+		s.mu.Unlock()
+		r.complete(e.downErr(r.srcProc))
+		return
+	}
+	m := e.table.post(s, r)
+	s.mu.Unlock()
+	if m != nil {
+		e.fillFromMCB(r, m)
+	}
+}
+
+// downErr is the error for receives naming a process that was removed.
+func (e *Engine) downErr(proc ProcID) error {
+	e.peersMu.Lock()
+	defer e.peersMu.Unlock()
+	if e.down == nil {
+		return nil
+	}
+	return e.down[proc]
+}
+
+// claimPosted lets a large message arriving from p be placed straight into
+// the buffer of the receive that will take it: the earliest posted receive
+// matching k, if its buffer is large enough and no earlier message from p
+// with the same key is still incomplete. p.rxmu is held.
+func (e *Engine) claimPosted(p *peer, m *mcb, k key, msgID, total uint64) *Request {
+	for id, m := range p.rx.inprog {
+		if id < msgID && m.key == k {
+			return nil
+		}
+	}
+	for id, m := range p.rx.held {
+		if id < msgID && m != nil && m.key == k {
+			return nil
+		}
+	}
+	s := e.table.stripe(k.dstThread)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := e.table.peekPosted(s, k, hashKey(k))
+	if r == nil || uint64(len(r.buf)) < total {
+		return nil
+	}
+	e.table.takePosted(s, k, hashKey(k))
+	m.owner = r
+	m.data = r.buf[:total]
+	r.owned = m
+	r.ownerPeer.Store(p)
+	return r
+}
+
+// release the receive owning m (cancelled, or its peer gone): m keeps the
+// data received so far in storage of its own. p.rxmu is held.
+func (e *Engine) disown(m *mcb) {
+	r := m.owner
+	m.owner = nil
+	r.owned = nil
+	r.ownerPeer.Store(nil)
+	own := make([]byte, m.total)
+	copy(own, m.data)
+	m.data = own // (owned messages always have contiguous storage)
+	m.reserved = int64(m.total)
+	e.budgetUsed.Add(m.reserved)
+}
+
+// fillFromMCB completes receive r with message m and frees m.
+func (e *Engine) fillFromMCB(r *Request, m *mcb) {
+	var err error
+	if m.owner == r {
+		r.data = r.buf[:m.total]
+		r.owned = nil
+		m.data = nil
+	} else if r.buf != nil {
+		n := m.copyTo(r.buf)
+		if m.total > uint64(len(r.buf)) {
+			err = ErrTruncated
+		}
+		r.data = r.buf[:n]
+	} else {
+		r.data = m.bytes()
+		m.data, m.box = nil, nil // handed over
+	}
+	r.srcProc, r.srcThread, r.tag = m.key.srcProc, m.key.srcThread, m.key.tag
+	e.freeMCB(m)
+	r.complete(err)
+}
+
+// fillFromSend completes receive r with a local sender's data.
+func (e *Engine) fillFromSend(r *Request, data []byte, k key) {
+	var err error
+	if r.buf != nil {
+		n := copy(r.buf, data)
+		if len(data) > len(r.buf) {
+			err = ErrTruncated
+		}
+		r.data = r.buf[:n]
+	} else {
+		r.data = append(make([]byte, 0, len(data)), data...)
+	}
+	r.srcProc, r.srcThread, r.tag = k.srcProc, k.srcThread, k.tag
+	r.complete(err)
+}
+
+func (e *Engine) cancelRecv(r *Request) {
+	s := e.table.stripe(r.dstThread)
+	s.mu.Lock()
+	ok := e.table.unpost(s, r)
+	s.mu.Unlock()
+	if !ok {
+		ok = e.disownRequest(r)
+	}
+	if ok {
+		r.complete(ErrCanceled)
+	}
+}
+
+// disownRequest detaches r from a message being placed into its buffer.
+func (e *Engine) disownRequest(r *Request) bool {
+	for {
+		p := r.ownerPeer.Load()
+		if p == nil {
+			return false
+		}
+		p.rxmu.Lock()
+		if r.ownerPeer.Load() != p {
+			p.rxmu.Unlock()
+			continue
+		}
+		m := r.owned
+		if m.owner != r {
+			p.rxmu.Unlock()
+			return false
+		}
+		e.disown(m)
+		p.rxmu.Unlock()
+		return true
+	}
+}
+
+// failPostedFrom fails the posted receives naming process proc.
+func (e *Engine) failPostedFrom(proc ProcID, err error) {
+	e.peersMu.Lock()
+	if e.down == nil {
+		e.down = make(map[ProcID]error)
+	}
+	e.down[proc] = err
+	e.peersMu.Unlock()
+	var victims []*Request
+	for i := range e.table.stripes {
+		s := &e.table.stripes[i]
+		s.mu.Lock()
+		for b := range s.posted {
+			for r := s.posted[b].head; r != nil; r = r.next {
+				if r.srcProc == proc {
+					victims = append(victims, r)
+				}
+			}
+		}
+		for _, ts := range s.threads {
+			for r := ts.wild.head; r != nil; r = r.next {
+				if r.srcProc == proc {
+					victims = append(victims, r)
+				}
+			}
+		}
+		for _, r := range victims {
+			if stripeOf(r.dstThread) == i {
+				e.table.unpost(s, r)
+			}
+		}
+		s.mu.Unlock()
+	}
+	for _, r := range victims {
+		r.complete(err)
+	}
+}
+
+// Status describes a message found by Probe.
+type Status struct {
+	SrcProc   ProcID
+	SrcThread ThreadID
+	Tag       Tag
+	Len       int
+}
+
+// Iprobe reports whether a message for thread dst matching the pattern has
+// arrived, without receiving it.
+func (e *Engine) Iprobe(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag) (Status, bool) {
+	s := e.table.stripe(dst)
+	pat := Request{dstThread: dst, srcProc: srcProc, srcThread: srcThread, tag: tag}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := e.table.findUnexpected(s, &pat)
+	if m == nil {
+		return Status{}, false
+	}
+	return Status{m.key.srcProc, m.key.srcThread, m.key.tag, int(m.total)}, true
+}
+
+// Probe waits until a message matching the pattern has arrived.
+func (e *Engine) Probe(ctx context.Context, dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag) (Status, error) {
+	s := e.table.stripe(dst)
+	s.mu.Lock()
+	notify := s.thread(dst).notify
+	s.mu.Unlock()
+	for {
+		if st, ok := e.Iprobe(dst, srcProc, srcThread, tag); ok {
+			return st, nil
+		}
+		if e.closed.Load() {
+			return Status{}, ErrClosed
+		}
+		if srcProc != AnyProc {
+			if err := e.downErr(srcProc); err != nil && e.peer(srcProc) == nil {
+				return Status{}, err
+			}
+		}
+		select {
+		case <-notify:
+		case <-e.closing:
+		case <-ctx.Done():
+			return Status{}, ctx.Err()
+		}
+	}
+}
+
+// dropOwned ends every message from p that a receive owns, in progress or
+// held for an earlier one: the message can no longer complete. With a nil
+// err the receive is posted again (the message was withdrawn, a new one may
+// match it); otherwise it fails with err. p.rxmu is held.
+func (e *Engine) dropOwned(p *peer, err error) {
+	for id, m := range p.rx.inprog {
+		if m.owner != nil {
+			e.releaseOwner(m, err)
+			delete(p.rx.inprog, id)
+			e.freeMCB(m)
+		}
+	}
+	for id, m := range p.rx.held {
+		if m != nil && m.owner != nil {
+			e.releaseOwner(m, err)
+			delete(p.rx.held, id)
+			e.freeMCB(m)
+		}
+	}
+}
+
+// releaseOwner detaches the receive that owns m, which is being dropped,
+// and fails it with err or, with a nil err, posts it again. p.rxmu is held.
+func (e *Engine) releaseOwner(m *mcb, err error) {
+	r := m.owner
+	m.owner, m.data = nil, nil
+	r.owned = nil
+	r.ownerPeer.Store(nil)
+	if err != nil {
+		r.complete(err)
+		return
+	}
+	s := e.table.stripe(r.dstThread)
+	s.mu.Lock()
+	found := e.table.post(s, r)
+	s.mu.Unlock()
+	if found != nil {
+		e.fillFromMCB(r, found)
+	}
+}

@@ -1,0 +1,312 @@
+package engine
+
+import (
+	"encoding/binary"
+	"sync"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// nStripes is the number of independently locked parts of the receive
+// table. All keys of one destination thread live in one stripe, so a
+// wildcard receive sees a consistent view of its thread while different
+// threads rarely share a lock.
+const nStripes = 64
+
+// recvTable is pCoR's hashed receive table (section 5.1) made concurrent.
+//
+// Completed messages that no receive has asked for yet ("unexpected") are
+// chained per bucket in arrival order, the bucket chosen by xxhash of
+// <src proc, src thread, dst thread, tag>; each is also on its destination
+// thread's arrival list, which wildcard receives scan. Posted receives with
+// an exact key wait in buckets of their own; wildcard receives wait on
+// their thread. An arriving message goes to the earliest-posted matching
+// receive, so a thread's receives are served in the order they were made.
+type recvTable struct {
+	pool    *mcbPool
+	stripes [nStripes]stripe
+	mask    uint64
+	postSeq uint64 // guarded per stripe; only ordering within a thread matters
+}
+
+type stripe struct {
+	mu        sync.Mutex
+	unexp     []int32 // bucket heads (MCB indexes)
+	unexpTail []int32
+	posted    []reqList
+	threads   map[ThreadID]*threadState
+	seq       uint64
+	_         [64]byte
+}
+
+type threadState struct {
+	wild             reqList
+	arrHead, arrTail int32
+	notify           chan struct{} // signalled on every unexpected arrival
+}
+
+func newRecvTable(pool *mcbPool, buckets int) *recvTable {
+	per := buckets / nStripes
+	if per < 1 {
+		per = 1
+	}
+	b := 1
+	for b < per {
+		b <<= 1
+	}
+	t := &recvTable{pool: pool, mask: uint64(b - 1)}
+	for i := range t.stripes {
+		s := &t.stripes[i]
+		s.unexp = make([]int32, b)
+		s.unexpTail = make([]int32, b)
+		for j := range s.unexp {
+			s.unexp[j], s.unexpTail[j] = nilMCB, nilMCB
+		}
+		s.posted = make([]reqList, b)
+		s.threads = make(map[ThreadID]*threadState)
+	}
+	return t
+}
+
+func hashKey(k key) uint64 {
+	var b [16]byte
+	binary.LittleEndian.PutUint32(b[0:], uint32(k.srcProc))
+	binary.LittleEndian.PutUint32(b[4:], uint32(k.srcThread))
+	binary.LittleEndian.PutUint32(b[8:], uint32(k.dstThread))
+	binary.LittleEndian.PutUint32(b[12:], uint32(k.tag))
+	return xxhash.Sum64(b[:])
+}
+
+func stripeOf(t ThreadID) int {
+	x := uint32(t) * 0x9E3779B1
+	return int(x>>26) % nStripes
+}
+
+func (t *recvTable) stripe(dst ThreadID) *stripe { return &t.stripes[stripeOf(dst)] }
+
+func (s *stripe) thread(id ThreadID) *threadState {
+	ts := s.threads[id]
+	if ts == nil {
+		ts = &threadState{arrHead: nilMCB, arrTail: nilMCB, notify: make(chan struct{}, 1)}
+		s.threads[id] = ts
+	}
+	return ts
+}
+
+func matches(r *Request, k key) bool {
+	return (r.srcProc == AnyProc || r.srcProc == k.srcProc) &&
+		(r.srcThread == AnyThread || r.srcThread == k.srcThread) &&
+		(r.tag == AnyTag || r.tag == k.tag)
+}
+
+func exactKey(r *Request) bool {
+	return r.srcProc != AnyProc && r.srcThread != AnyThread && r.tag != AnyTag
+}
+
+// peekPosted returns, without removing it, the receive takePosted would
+// take. The stripe must be locked.
+func (t *recvTable) peekPosted(s *stripe, k key, h uint64) *Request {
+	var ex *Request
+	for r := s.posted[h&t.mask].head; r != nil; r = r.next {
+		if r.srcProc == k.srcProc && r.srcThread == k.srcThread && r.tag == k.tag && r.dstThread == k.dstThread {
+			ex = r
+			break
+		}
+	}
+	if ts := s.threads[k.dstThread]; ts != nil {
+		for r := ts.wild.head; r != nil; r = r.next {
+			if matches(r, k) {
+				if ex == nil || r.postSeq < ex.postSeq {
+					return r
+				}
+				break
+			}
+		}
+	}
+	return ex
+}
+
+// takePosted removes and returns the earliest posted receive matching k,
+// or nil. The stripe must be locked.
+func (t *recvTable) takePosted(s *stripe, k key, h uint64) *Request {
+	bl := &s.posted[h&t.mask]
+	var ex, exPrev *Request
+	for r := bl.head; r != nil; exPrev, r = r, r.next {
+		if r.srcProc == k.srcProc && r.srcThread == k.srcThread && r.tag == k.tag && r.dstThread == k.dstThread {
+			ex = r
+			break
+		}
+	}
+	var wr, wrPrev *Request
+	var ts *threadState
+	if len(s.threads) > 0 {
+		ts = s.threads[k.dstThread]
+	}
+	if ts != nil {
+		for r := ts.wild.head; r != nil; wrPrev, r = r, r.next {
+			if matches(r, k) {
+				wr = r
+				break
+			}
+		}
+	}
+	if wr != nil && (ex == nil || wr.postSeq < ex.postSeq) {
+		ts.wild.unlink(wrPrev, wr)
+		return wr
+	}
+	if ex != nil {
+		bl.unlink(exPrev, ex)
+	}
+	return ex
+}
+
+// enqueue keeps m as unexpected. The stripe must be locked.
+func (t *recvTable) enqueue(s *stripe, m *mcb, h uint64) {
+	b := h & t.mask
+	m.hnext = nilMCB
+	if tail := s.unexpTail[b]; tail == nilMCB {
+		s.unexp[b] = m.idx
+	} else {
+		t.pool.at(tail).hnext = m.idx
+	}
+	s.unexpTail[b] = m.idx
+	ts := s.thread(m.key.dstThread)
+	m.tnext = nilMCB
+	m.tprev = ts.arrTail
+	if ts.arrTail == nilMCB {
+		ts.arrHead = m.idx
+	} else {
+		t.pool.at(ts.arrTail).tnext = m.idx
+	}
+	ts.arrTail = m.idx
+	select {
+	case ts.notify <- struct{}{}:
+	default:
+	}
+}
+
+// unlink removes unexpected m from its bucket and thread list. The stripe
+// must be locked.
+func (t *recvTable) unlink(s *stripe, m *mcb, h uint64) {
+	b := h & t.mask
+	prev := int32(nilMCB)
+	for i := s.unexp[b]; i != nilMCB; prev, i = i, t.pool.at(i).hnext {
+		if i == m.idx {
+			if prev == nilMCB {
+				s.unexp[b] = m.hnext
+			} else {
+				t.pool.at(prev).hnext = m.hnext
+			}
+			if s.unexpTail[b] == m.idx {
+				s.unexpTail[b] = prev
+			}
+			break
+		}
+	}
+	ts := s.threads[m.key.dstThread]
+	if m.tprev == nilMCB {
+		ts.arrHead = m.tnext
+	} else {
+		t.pool.at(m.tprev).tnext = m.tnext
+	}
+	if m.tnext == nilMCB {
+		ts.arrTail = m.tprev
+	} else {
+		t.pool.at(m.tnext).tprev = m.tprev
+	}
+	m.hnext, m.tprev, m.tnext = nilMCB, nilMCB, nilMCB
+}
+
+// findUnexpected returns the earliest unexpected message matching the
+// receive pattern of r (exact or wildcard). The stripe must be locked.
+func (t *recvTable) findUnexpected(s *stripe, r *Request) *mcb {
+	if exactKey(r) {
+		k := key{r.srcProc, r.srcThread, r.dstThread, r.tag}
+		for i := s.unexp[hashKey(k)&t.mask]; i != nilMCB; {
+			m := t.pool.at(i)
+			if m.key == k {
+				return m
+			}
+			i = m.hnext
+		}
+		return nil
+	}
+	ts := s.threads[r.dstThread]
+	if ts == nil {
+		return nil
+	}
+	for i := ts.arrHead; i != nilMCB; {
+		m := t.pool.at(i)
+		if matches(r, m.key) {
+			return m
+		}
+		i = m.tnext
+	}
+	return nil
+}
+
+// post matches receive r against the unexpected messages; when one is
+// found it is unlinked and returned, else r is left posted. The stripe
+// must be locked.
+func (t *recvTable) post(s *stripe, r *Request) *mcb {
+	if m := t.findUnexpected(s, r); m != nil {
+		t.unlink(s, m, hashKey(m.key))
+		return m
+	}
+	s.seq++
+	r.postSeq = s.seq
+	r.next = nil
+	if exactKey(r) {
+		s.posted[hashKey(key{r.srcProc, r.srcThread, r.dstThread, r.tag})&t.mask].push(r)
+		return nil
+	}
+	s.thread(r.dstThread).wild.push(r)
+	return nil
+}
+
+// unpost removes posted receive r; it reports false when r is no longer
+// posted (already matched). The stripe must be locked.
+func (t *recvTable) unpost(s *stripe, r *Request) bool {
+	if exactKey(r) {
+		return s.posted[hashKey(key{r.srcProc, r.srcThread, r.dstThread, r.tag})&t.mask].remove(r)
+	}
+	ts := s.threads[r.dstThread]
+	return ts != nil && ts.wild.remove(r)
+}
+
+// drain removes every posted receive and unexpected message (on close).
+func (t *recvTable) drain() (posted []*Request, unexp []*mcb) {
+	for i := range t.stripes {
+		s := &t.stripes[i]
+		s.mu.Lock()
+		for b := range s.posted {
+			for r := s.posted[b].head; r != nil; {
+				n := r.next
+				posted = append(posted, r)
+				r = n
+			}
+			s.posted[b] = reqList{}
+			for j := s.unexp[b]; j != nilMCB; {
+				m := t.pool.at(j)
+				j = m.hnext
+				unexp = append(unexp, m)
+			}
+			s.unexp[b], s.unexpTail[b] = nilMCB, nilMCB
+		}
+		for _, ts := range s.threads {
+			for r := ts.wild.head; r != nil; {
+				n := r.next
+				posted = append(posted, r)
+				r = n
+			}
+			ts.wild = reqList{}
+			ts.arrHead, ts.arrTail = nilMCB, nilMCB
+			select {
+			case ts.notify <- struct{}{}:
+			default:
+			}
+		}
+		s.mu.Unlock()
+	}
+	return posted, unexp
+}

@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"testing"
+
+	"github.com/pcor-go/pcor/internal/wire"
+)
+
+func newTestTable(buckets int) (*recvTable, *mcbPool) {
+	pool := newMCBPool(16)
+	return newRecvTable(pool, buckets), pool
+}
+
+func arrive(t *recvTable, pool *mcbPool, k key, id uint64) *Request {
+	m := pool.get()
+	m.key, m.msgID = k, id
+	s := t.stripe(k.dstThread)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := hashKey(k)
+	if r := t.takePosted(s, k, h); r != nil {
+		pool.put(m)
+		return r
+	}
+	t.enqueue(s, m, h)
+	return nil
+}
+
+func post(t *recvTable, r *Request) *mcb {
+	s := t.stripe(r.dstThread)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return t.post(s, r)
+}
+
+func TestTableSameKeyFIFO(t *testing.T) {
+	// Two buckets force collisions between keys.
+	tab, pool := newTestTable(2)
+	k := key{1, 2, 3, 4}
+	other := key{1, 2, 3, 5}
+	for i := uint64(0); i < 5; i++ {
+		arrive(tab, pool, k, i)
+		arrive(tab, pool, other, 100+i)
+	}
+	for i := uint64(0); i < 5; i++ {
+		m := post(tab, &Request{dstThread: 3, srcProc: 1, srcThread: 2, tag: 4})
+		if m == nil || m.msgID != i {
+			t.Fatalf("want message %d, got %+v", i, m)
+		}
+		pool.put(m)
+	}
+	// Wildcard tag takes the remaining ones in arrival order.
+	for i := uint64(0); i < 5; i++ {
+		m := post(tab, &Request{dstThread: 3, srcProc: AnyProc, srcThread: AnyThread, tag: AnyTag})
+		if m == nil || m.msgID != 100+i {
+			t.Fatalf("wildcard: want %d, got %+v", 100+i, m)
+		}
+		pool.put(m)
+	}
+	if pool.inUse() != 0 {
+		t.Fatalf("%d blocks in use", pool.inUse())
+	}
+}
+
+func TestTablePostedOrder(t *testing.T) {
+	tab, pool := newTestTable(64)
+	exact := &Request{dstThread: 7, srcProc: 1, srcThread: 1, tag: 1}
+	wild := &Request{dstThread: 7, srcProc: AnyProc, srcThread: AnyThread, tag: 1}
+	exact2 := &Request{dstThread: 7, srcProc: 1, srcThread: 1, tag: 1}
+	for _, r := range []*Request{exact, wild, exact2} {
+		if post(tab, r) != nil {
+			t.Fatal("nothing should match yet")
+		}
+	}
+	k := key{1, 1, 7, 1}
+	if r := arrive(tab, pool, k, 0); r != exact {
+		t.Fatal("first arrival should match the first posted receive")
+	}
+	if r := arrive(tab, pool, k, 1); r != wild {
+		t.Fatal("second arrival should match the wildcard posted before exact2")
+	}
+	if r := arrive(tab, pool, k, 2); r != exact2 {
+		t.Fatal("third arrival should match exact2")
+	}
+	// Other destination threads and tags do not match.
+	if r := arrive(tab, pool, key{1, 1, 8, 1}, 3); r != nil {
+		t.Fatal("matched another thread's receive")
+	}
+	u := &Request{dstThread: 7, srcProc: AnyProc, srcThread: AnyThread, tag: 2}
+	post(tab, u)
+	if !func() bool { s := tab.stripe(7); s.mu.Lock(); defer s.mu.Unlock(); return tab.unpost(s, u) }() {
+		t.Fatal("unpost failed")
+	}
+}
+
+func TestMCBPoolExhaustion(t *testing.T) {
+	pool := newMCBPool(2)
+	a, b := pool.get(), pool.get()
+	if a == nil || b == nil || pool.get() != nil {
+		t.Fatal("pool capacity not enforced")
+	}
+	pool.put(a)
+	if pool.get() == nil {
+		t.Fatal("freed block not reusable")
+	}
+}
+
+func TestReassemblyBitmapAndChunks(t *testing.T) {
+	var bp bufPool
+	m := &mcb{}
+	const frag = 1000
+	total := uint64(3*chunkSize + 123)
+	nfrag := uint32((total + frag - 1) / frag)
+	m.start(total, frag, nfrag, &bp)
+	if m.data != nil {
+		t.Fatal("large message allocated whole before data arrived")
+	}
+	data := pattern(int(total), 3)
+	// Deliver in reverse order; storage grows chunk by chunk.
+	for i := int(nfrag) - 1; i >= 0; i-- {
+		off := i * frag
+		end := off + frag
+		if end > int(total) {
+			end = int(total)
+		}
+		done := m.place(uint32(i), data[off:end])
+		chunks := 0
+		for _, c := range m.chunks {
+			if c != nil {
+				chunks++
+			}
+		}
+		if want := (int(m.gotBytes) + chunkSize - 1) / chunkSize; chunks > want+1 {
+			t.Fatalf("%d chunks for %d bytes arrived", chunks, m.gotBytes)
+		}
+		if done != (i == 0) {
+			t.Fatalf("completion at %d", i)
+		}
+		if !m.hasFrag(uint32(i)) {
+			t.Fatal("bitmap not set")
+		}
+	}
+	half := make([]byte, total/2)
+	if m.copyTo(half) != len(half) || string(half) != string(data[:len(half)]) {
+		t.Fatal("copy into a short buffer differs")
+	}
+	if string(m.bytes()) != string(data) {
+		t.Fatal("reassembled data differs")
+	}
+}
+
+func TestRxStreamWindowAndSack(t *testing.T) {
+	var rx rxStream
+	rx.init(128)
+	for _, s := range []uint64{0, 1, 3, 4, 7, 70, 71} {
+		rx.mark(s)
+	}
+	if rx.cum != 2 {
+		t.Fatalf("cum %d", rx.cum)
+	}
+	var a ackBodyForTest
+	rx.ack(&a.AckBody)
+	want := [][2]uint64{{3, 5}, {7, 8}, {70, 72}}
+	if int(a.NSack) != len(want) {
+		t.Fatalf("blocks %+v", a.Sack[:a.NSack])
+	}
+	for i, w := range want {
+		if a.Sack[i].Start != w[0] || a.Sack[i].End != w[1] {
+			t.Fatalf("block %d = %+v, want %v", i, a.Sack[i], w)
+		}
+	}
+	rx.mark(2)
+	rx.mark(5)
+	rx.mark(6)
+	if rx.cum != 8 {
+		t.Fatalf("cum %d after filling", rx.cum)
+	}
+	for s := uint64(8); s < 70; s++ {
+		rx.mark(s)
+	}
+	if rx.cum != 72 || rx.has(200) {
+		t.Fatalf("cum %d", rx.cum)
+	}
+	// Ring reuse: seqs one window later must read as not arrived.
+	if rx.has(72+128-1) || !rx.has(71) {
+		t.Fatal("ring bits not cleared")
+	}
+}
+
+func TestRxStreamOrderedCompletion(t *testing.T) {
+	var rx rxStream
+	rx.init(64)
+	m1, m2, m3 := &mcb{msgID: 1}, &mcb{msgID: 2}, &mcb{msgID: 3}
+	out := rx.complete(2, m2, nil)
+	out = rx.complete(1, m1, out)
+	if len(out) != 0 {
+		t.Fatal("delivered before message 0")
+	}
+	out = rx.complete(0, nil, out) // aborted
+	if len(out) != 2 || out[0] != m1 || out[1] != m2 {
+		t.Fatalf("got %v", out)
+	}
+	out = rx.complete(3, m3, out[:0])
+	if len(out) != 1 || !rx.finished(3) || rx.finished(4) {
+		t.Fatal("message 3")
+	}
+}
+
+func TestTxRingGrowAndFind(t *testing.T) {
+	var tx txStream
+	tx.init(&Engine{cfg: Config{Window: 4096}})
+	for s := uint64(0); s < 200; s++ {
+		tx.push(txEntry{seq: s})
+	}
+	tx.pop()
+	tx.pop()
+	for s := uint64(200); s < 300; s++ {
+		tx.push(txEntry{seq: s})
+	}
+	if e := tx.find(150); e == nil || e.seq != 150 {
+		t.Fatal("find")
+	}
+	if tx.find(1) != nil || tx.find(300) != nil {
+		t.Fatal("find outside ring")
+	}
+	tx.sampleRTT(100e3, 4e6, 1e9)
+	if tx.rto != 4e6 {
+		t.Fatalf("rto %v not clamped", tx.rto)
+	}
+	tx.nextSeq = 300
+	c := tx.cwnd
+	tx.onLoss(10, false)
+	if tx.cwnd != c/2 {
+		t.Fatal("loss did not halve the window")
+	}
+	tx.onLoss(11, false)
+	if tx.cwnd != c/2 {
+		t.Fatal("second loss in the same window halved again")
+	}
+}
+
+type ackBodyForTest struct{ wire.AckBody }

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+type reqKind uint8
+
+const (
+	sendReq reqKind = iota + 1
+	recvReq
+)
+
+const (
+	statePending uint32 = iota
+	stateClaimed
+	stateDone
+)
+
+// Request is a pending send or receive. Test polls it, Wait blocks until it
+// completes, Cancel withdraws it. A Request is meant to be waited on by one
+// goroutine at a time.
+type Request struct {
+	eng   *Engine
+	kind  reqKind
+	state atomic.Uint32
+	done  chan struct{}
+	err   error
+
+	// The message: for sends what is sent, for receives what arrived.
+	data      []byte
+	srcProc   ProcID
+	srcThread ThreadID
+	dstProc   ProcID
+	dstThread ThreadID
+	tag       Tag
+
+	// Receive matching (wildcards allowed) and the caller's buffer.
+	buf     []byte
+	postSeq uint64
+	next    *Request // posted-receive chain or send queue
+
+	// The message being placed into buf while it arrives (guarded by
+	// ownerPeer's rxmu), and the peer it comes from while it does.
+	owned     *mcb
+	ownerPeer atomic.Pointer[peer]
+
+	// refs counts the fragments in flight that point at this send.
+	refs atomic.Int32
+
+	// Send progress, guarded by the peer's mutex.
+	peer     *peer
+	rt       *route
+	msgID    uint64
+	started  bool
+	canceled bool
+	ackNow   bool // the sender waits: ask for the acknowledgement at once
+	fragSize uint32
+	nfrag    uint32
+	nextFrag uint32
+	acked    uint32
+}
+
+func newRequest(e *Engine, k reqKind) *Request {
+	return &Request{eng: e, kind: k, done: make(chan struct{}, 1)}
+}
+
+// reset prepares a completed request for reuse by its owner.
+func (r *Request) reset() {
+	select {
+	case <-r.done:
+	default:
+	}
+	r.state.Store(statePending)
+	r.err = nil
+	r.data, r.buf, r.next = nil, nil, nil
+	r.srcProc, r.srcThread, r.dstProc, r.dstThread, r.tag = 0, 0, 0, 0, 0
+	r.postSeq = 0
+	r.owned = nil
+	r.ownerPeer.Store(nil)
+	r.peer, r.rt = nil, nil
+	r.msgID, r.started, r.canceled, r.ackNow = 0, false, false, false
+	r.fragSize, r.nfrag, r.nextFrag, r.acked = 0, 0, 0, 0
+}
+
+// Idle reports whether the request has completed and the engine holds no
+// reference to it any more, so that its owner may reuse it.
+func (r *Request) Idle() bool { return r.state.Load() == stateDone && r.refs.Load() == 0 }
+
+// complete finishes the request once; later calls are ignored. It reports
+// whether this call completed it.
+func (r *Request) complete(err error) bool {
+	if !r.state.CompareAndSwap(statePending, stateClaimed) {
+		return false
+	}
+	r.err = err
+	r.state.Store(stateDone)
+	r.done <- struct{}{}
+	return true
+}
+
+// Test reports whether the request has completed, and its error if so.
+func (r *Request) Test() (bool, error) {
+	if r.state.Load() == stateDone {
+		return true, r.err
+	}
+	return false, nil
+}
+
+// Wait blocks until the request completes or ctx ends. Cancelling ctx
+// stops the wait only: the request stays pending (see Cancel).
+func (r *Request) Wait(ctx context.Context) error {
+	if r.state.Load() == stateDone {
+		return r.err
+	}
+	select {
+	case <-r.done:
+		return r.err
+	case <-ctx.Done():
+		if r.state.Load() == stateDone {
+			return r.err
+		}
+		return ctx.Err()
+	}
+}
+
+// Cancel withdraws a pending request: a receive not yet matched is
+// removed, a send not yet fully transmitted is stopped (fragments already
+// sent are retracted, and the destination discards what it holds of the
+// message). A send may race its own completion: Cancel then has no effect.
+// A cancelled request completes with ErrCanceled.
+func (r *Request) Cancel() {
+	if r.state.Load() != statePending {
+		return
+	}
+	switch r.kind {
+	case recvReq:
+		r.eng.cancelRecv(r)
+	case sendReq:
+		r.eng.cancelSend(r)
+	}
+}
+
+// Err is the request's error once it has completed.
+func (r *Request) Err() error {
+	if r.state.Load() == stateDone {
+		return r.err
+	}
+	return nil
+}
+
+// Data is the message's content once a receive has completed: the
+// caller's buffer (trimmed to the message length) or a buffer the library
+// allocated and hands over.
+func (r *Request) Data() []byte { return r.data }
+
+// Source is the sender of a completed receive.
+func (r *Request) Source() (ProcID, ThreadID) { return r.srcProc, r.srcThread }
+
+// Tag is the tag of a completed receive.
+func (r *Request) Tag() Tag { return r.tag }

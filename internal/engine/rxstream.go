@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"math/bits"
+
+	"github.com/pcor-go/pcor/internal/wire"
+)
+
+// rxStream is the receive side of the stream from one peer process: which
+// fragment sequence numbers have arrived, the messages being reassembled,
+// and the completed messages waiting for an earlier one so that messages
+// are accepted in the order they were sent.
+type rxStream struct {
+	cum     uint64   // every seq below has arrived
+	maxSeen uint64   // highest seq seen + 1
+	win     []uint64 // arrival bits for [cum, cum+len(win)*64), ring-indexed by seq
+	inprog  map[uint64]*mcb
+	nextMsg uint64
+	held    map[uint64]*mcb // completed early; nil value: aborted
+
+	ackPending bool
+	unacked    int  // fragments arrived since the last acknowledgement
+	ackNow     bool // acknowledge at the end of this batch
+	echo       uint64
+}
+
+// inOrder reports whether nothing above the cumulative point has arrived,
+// so the cumulative point alone acknowledges everything.
+func (rx *rxStream) inOrder() bool { return rx.maxSeen <= rx.cum }
+
+func (rx *rxStream) init(window int) {
+	rx.win = make([]uint64, window/64)
+	rx.inprog = make(map[uint64]*mcb)
+	rx.held = make(map[uint64]*mcb)
+}
+
+func (rx *rxStream) window() uint64 { return uint64(len(rx.win)) * 64 }
+
+func (rx *rxStream) has(seq uint64) bool {
+	if seq < rx.cum {
+		return true
+	}
+	i := seq % rx.window()
+	return rx.win[i/64]&(1<<(i%64)) != 0
+}
+
+// mark records seq as arrived and advances the cumulative point.
+func (rx *rxStream) mark(seq uint64) {
+	w := rx.window()
+	i := seq % w
+	rx.win[i/64] |= 1 << (i % 64)
+	if seq+1 > rx.maxSeen {
+		rx.maxSeen = seq + 1
+	}
+	for {
+		j := rx.cum % w
+		word := rx.win[j/64] >> (j % 64)
+		if word&1 == 0 {
+			break
+		}
+		// Advance over the run of ones within this word.
+		n := uint64(bits.TrailingZeros64(^word))
+		if n > 64-j%64 {
+			n = 64 - j%64
+		}
+		mask := ^uint64(0)
+		if n < 64 {
+			mask = (uint64(1)<<n - 1) << (j % 64)
+		}
+		rx.win[j/64] &^= mask
+		rx.cum += n
+	}
+}
+
+// complete accepts message m (or an abort when m is nil) with id msgID and
+// appends to out, in order, every message now deliverable.
+func (rx *rxStream) complete(msgID uint64, m *mcb, out []*mcb) []*mcb {
+	if msgID != rx.nextMsg {
+		rx.held[msgID] = m
+		return out
+	}
+	if m != nil {
+		out = append(out, m)
+	}
+	rx.nextMsg++
+	for {
+		h, ok := rx.held[rx.nextMsg]
+		if !ok {
+			return out
+		}
+		delete(rx.held, rx.nextMsg)
+		if h != nil {
+			out = append(out, h)
+		}
+		rx.nextMsg++
+	}
+}
+
+// finished reports whether message msgID was already accepted or aborted.
+func (rx *rxStream) finished(msgID uint64) bool {
+	if msgID < rx.nextMsg {
+		return true
+	}
+	_, ok := rx.held[msgID]
+	return ok
+}
+
+// ack builds the acknowledgement of the stream.
+func (rx *rxStream) ack(a *wire.AckBody) {
+	a.Cum = rx.cum
+	a.Window = uint32(rx.window())
+	a.Echo = rx.echo
+	a.NSack = 0
+	w := rx.window()
+	s := rx.cum
+	for s < rx.maxSeen && a.NSack < wire.MaxSackBlocks {
+		// find next set bit at or after s
+		for s < rx.maxSeen && !rx.bit(s, w) {
+			s = rx.skip(s, w, false)
+		}
+		if s >= rx.maxSeen {
+			break
+		}
+		e := s
+		for e < rx.maxSeen && rx.bit(e, w) {
+			e = rx.skip(e, w, true)
+		}
+		if e > rx.maxSeen {
+			e = rx.maxSeen
+		}
+		a.Sack[a.NSack] = wire.SackBlock{Start: s, End: e}
+		a.NSack++
+		s = e
+	}
+}
+
+func (rx *rxStream) bit(s, w uint64) bool {
+	i := s % w
+	return rx.win[i/64]&(1<<(i%64)) != 0
+}
+
+// skip advances from s over bits equal to set, a word at a time where it
+// can, stopping at the word boundary.
+func (rx *rxStream) skip(s, w uint64, set bool) uint64 {
+	i := s % w
+	word := rx.win[i/64] >> (i % 64)
+	if set {
+		word = ^word
+	}
+	n := uint64(bits.TrailingZeros64(word))
+	if rem := 64 - i%64; n > rem {
+		n = rem
+	}
+	if n == 0 {
+		n = 1
+	}
+	return s + n
+}

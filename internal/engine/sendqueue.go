@@ -1,0 +1,219 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/wire"
+)
+
+// txEntry is one fragment in flight: transmitted, not yet acknowledged.
+type txEntry struct {
+	seq     uint64
+	req     *Request
+	msgID   uint64
+	frag    uint32
+	kind    wire.Kind
+	sentAt  int64
+	retrans bool
+	sacked  bool
+	need    bool // due for (re)transmission
+}
+
+// txStream is pCoR's send queue (section 5.2) for one peer: messages wait
+// in FIFO order until the dispatcher cuts their fragments, and every
+// fragment in flight points back at its message, so an acknowledgement
+// updates the status of exactly that message.
+type txStream struct {
+	queue reqList // messages with fragments not yet cut
+
+	ring    []txEntry // in flight, ordered by seq, as a ring
+	rhead   int
+	rlen    int
+	nNeed   int
+	nSacked int
+
+	nextSeq   uint64
+	nextMsgID uint64
+
+	cwnd       float64
+	ssthresh   float64
+	recoverSeq uint64
+	peerWin    int
+
+	srtt, rttvar, rto time.Duration
+
+	busyUntil    int64
+	busyDelay    time.Duration
+	pendingSince int64 // when work appeared with nothing outstanding
+
+	timer   *time.Timer
+	timerAt int64
+	failed  error
+}
+
+func (t *txStream) init(e *Engine) {
+	t.cwnd = initialCwnd
+	t.ssthresh = float64(e.cfg.Window)
+	t.peerWin = e.cfg.Window
+	t.rto = initialRTO
+	t.busyDelay = time.Millisecond
+	t.ring = make([]txEntry, 64)
+}
+
+func (t *txStream) at(i int) *txEntry { return &t.ring[(t.rhead+i)%len(t.ring)] }
+
+func (t *txStream) push(e txEntry) {
+	if t.rlen == len(t.ring) {
+		n := make([]txEntry, 2*len(t.ring))
+		for i := 0; i < t.rlen; i++ {
+			n[i] = *t.at(i)
+		}
+		t.ring, t.rhead = n, 0
+	}
+	t.ring[(t.rhead+t.rlen)%len(t.ring)] = e
+	t.rlen++
+	if e.req != nil {
+		e.req.refs.Add(1)
+	}
+}
+
+func (t *txStream) pop() {
+	e := &t.ring[t.rhead]
+	if e.sacked {
+		t.nSacked--
+	} else if e.need {
+		t.nNeed--
+	}
+	if e.req != nil {
+		e.req.refs.Add(-1)
+	}
+	t.ring[t.rhead] = txEntry{}
+	t.rhead = (t.rhead + 1) % len(t.ring)
+	t.rlen--
+}
+
+// find returns the in-flight entry for seq, or nil.
+func (t *txStream) find(seq uint64) *txEntry {
+	if t.rlen == 0 {
+		return nil
+	}
+	first := t.at(0).seq
+	if seq < first || seq >= first+uint64(t.rlen) {
+		return nil
+	}
+	return t.at(int(seq - first))
+}
+
+func (t *txStream) enqueue(r *Request) { t.queue.push(r) }
+
+// pipe estimates the fragments in the network: in flight, neither
+// selectively acknowledged nor presumed lost.
+func (t *txStream) pipe() int { return t.rlen - t.nSacked - t.nNeed }
+
+func (t *txStream) idle() bool { return t.rlen == 0 && t.queue.head == nil }
+
+// sampleRTT folds one round-trip measurement into the estimator (RFC 6298).
+func (t *txStream) sampleRTT(d time.Duration, minRTO, maxRTO time.Duration) {
+	if d <= 0 {
+		d = time.Microsecond
+	}
+	if t.srtt == 0 {
+		t.srtt, t.rttvar = d, d/2
+	} else {
+		diff := t.srtt - d
+		if diff < 0 {
+			diff = -diff
+		}
+		t.rttvar = (3*t.rttvar + diff) / 4
+		t.srtt = (7*t.srtt + d) / 8
+	}
+	t.rto = t.srtt + 4*t.rttvar
+	if t.rto < minRTO {
+		t.rto = minRTO
+	}
+	if t.rto > maxRTO {
+		t.rto = maxRTO
+	}
+}
+
+// resetBackoff undoes timeout backoff once new data is acknowledged.
+func (t *txStream) resetBackoff(minRTO, maxRTO time.Duration) {
+	if t.srtt == 0 {
+		return
+	}
+	t.rto = t.srtt + 4*t.rttvar
+	if t.rto < minRTO {
+		t.rto = minRTO
+	}
+	if t.rto > maxRTO {
+		t.rto = maxRTO
+	}
+}
+
+// onLoss shrinks the congestion window once per window of data.
+func (t *txStream) onLoss(seq uint64, timeout bool) {
+	if seq < t.recoverSeq && !timeout {
+		return
+	}
+	t.ssthresh = t.cwnd / 2
+	if t.ssthresh < minCwnd {
+		t.ssthresh = minCwnd
+	}
+	if timeout {
+		t.cwnd = minCwnd
+	} else {
+		t.cwnd = t.ssthresh
+	}
+	t.recoverSeq = t.nextSeq
+}
+
+func (t *txStream) onAcked(n int, maxCwnd float64) {
+	for i := 0; i < n; i++ {
+		if t.cwnd < t.ssthresh {
+			t.cwnd++
+		} else {
+			t.cwnd += 1 / t.cwnd
+		}
+	}
+	if t.cwnd > maxCwnd {
+		t.cwnd = maxCwnd
+	}
+}
+
+// batch is a reusable set of outgoing datagrams with their headers.
+type batch struct {
+	dgs   []fabric.Datagram
+	ports []*port // the port each datagram leaves from
+	heads [][wire.HeaderSize]byte
+	acks  [][]byte
+	done  []*Request
+	// piggy: data datagrams carry ackCum, the receive stream's cumulative
+	// point, as an acknowledgement.
+	piggy  bool
+	ackCum uint64
+}
+
+func newBatch(n int) *batch {
+	return &batch{dgs: make([]fabric.Datagram, 0, n), ports: make([]*port, 0, n), heads: make([][wire.HeaderSize]byte, n)}
+}
+
+func (b *batch) full() bool { return len(b.dgs) == cap(b.dgs) }
+
+func (b *batch) reset() {
+	clear(b.dgs)
+	b.dgs = b.dgs[:0]
+	clear(b.ports)
+	b.ports = b.ports[:0]
+	clear(b.done)
+	b.done = b.done[:0]
+	b.piggy, b.ackCum = false, 0
+}
+
+// ackScratch returns space for the i-th acknowledgement body of a batch.
+func (b *batch) ackScratch(i int) []byte {
+	for len(b.acks) <= i {
+		b.acks = append(b.acks, make([]byte, wire.AckBodyLen(wire.MaxSackBlocks)))
+	}
+	return b.acks[i]
+}

@@ -1,0 +1,91 @@
+package engine
+
+import "sync/atomic"
+
+// Drop reasons counted per port.
+const (
+	DropShort = iota
+	DropMagic
+	DropVersion
+	DropJobKey
+	DropChecksum
+	DropLength
+	DropKind
+	DropUnknownPeer
+	DropWindow
+	DropTooLarge
+	DropInconsistent
+	DropMisrouted
+	DropNoRoute
+	DropTooBig
+	DropStale
+	nDrops
+)
+
+// DropReasons names the drop counters, indexed by the Drop constants.
+var DropReasons = [nDrops]string{
+	"short", "magic", "version", "jobkey", "checksum", "length", "kind",
+	"unknown-peer", "window", "too-large", "inconsistent", "misrouted", "no-route", "too-big", "stale",
+}
+
+// PortStats are the counters of one port.
+type PortStats struct {
+	Fabric        string
+	Endpoint      string
+	Mode          Mode
+	FragsSent     uint64
+	FragsRecv     uint64
+	BytesSent     uint64
+	BytesRecv     uint64
+	AcksSent      uint64
+	AcksRecv      uint64
+	Retransmits   uint64
+	Timeouts      uint64
+	FastRetrans   uint64
+	Duplicates    uint64
+	BusySent      uint64
+	BusyRecv      uint64
+	Forwarded     uint64
+	Drops         map[string]uint64
+	DroppedTotal  uint64
+	MessagesRecv  uint64
+	MessagesSent  uint64
+	SendErrors    uint64
+	ReceiveErrors uint64
+}
+
+type counters struct {
+	fragsSent, fragsRecv, bytesSent, bytesRecv atomic.Uint64
+	acksSent, acksRecv, retrans, dups          atomic.Uint64
+	busySent, busyRecv, forwarded              atomic.Uint64
+	timeouts, fastRetrans                      atomic.Uint64
+	msgsRecv, msgsSent, sendErrs, recvErrs     atomic.Uint64
+	drops                                      [nDrops]atomic.Uint64
+}
+
+func (c *counters) snapshot(s *PortStats) {
+	s.FragsSent = c.fragsSent.Load()
+	s.FragsRecv = c.fragsRecv.Load()
+	s.BytesSent = c.bytesSent.Load()
+	s.BytesRecv = c.bytesRecv.Load()
+	s.AcksSent = c.acksSent.Load()
+	s.AcksRecv = c.acksRecv.Load()
+	s.Retransmits = c.retrans.Load()
+	s.Timeouts = c.timeouts.Load()
+	s.FastRetrans = c.fastRetrans.Load()
+	s.Duplicates = c.dups.Load()
+	s.BusySent = c.busySent.Load()
+	s.BusyRecv = c.busyRecv.Load()
+	s.Forwarded = c.forwarded.Load()
+	s.MessagesRecv = c.msgsRecv.Load()
+	s.MessagesSent = c.msgsSent.Load()
+	s.SendErrors = c.sendErrs.Load()
+	s.ReceiveErrors = c.recvErrs.Load()
+	s.Drops = make(map[string]uint64)
+	for i := range c.drops {
+		if v := c.drops[i].Load(); v > 0 {
+			s.Drops[DropReasons[i]] = v
+			s.DroppedTotal += v
+		}
+	}
+}
