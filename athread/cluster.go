@@ -1,0 +1,608 @@
+package athread
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pcor-go/pcor/pcor"
+)
+
+// Timing of the between-process protocol.
+const (
+	stealReplyTimeout = 500 * time.Millisecond
+	minBackoff        = 50 * time.Microsecond
+	maxBackoff        = time.Millisecond
+	sendTimeout       = 30 * time.Second
+	maxForwardHops    = 8
+)
+
+// origin is where a thread that came from another process must send its
+// result.
+type origin struct {
+	proc pcor.ProcID
+	key  uint64
+}
+
+type outMsg struct {
+	to   pcor.ProcID
+	tag  pcor.Tag
+	data []byte
+}
+
+// cluster is the between-process part of a runtime: the offer pool's
+// service to other processes, the idle process's requests for work, and
+// the results travelling back.
+type cluster struct {
+	rt   *Runtime
+	node *pcor.Node
+	svc  pcor.ThreadID
+	pol  Policy
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	out    chan outMsg
+	want   chan struct{}
+	replyc chan uint32 // steal request answered (seq): got a task or not
+	done   chan struct{}
+	doneMu sync.Once
+
+	mu        sync.Mutex
+	procs     []pcor.ProcID // live, sorted, self included
+	outst     map[uint64]*task
+	nextKey   uint64
+	traceFrom map[pcor.ProcID][]chromeEvent
+	traceWait chan pcor.ProcID
+
+	seq atomic.Uint32
+
+	stealsSent, stealsGot, stealsServed, tasksGiven atomic.Uint64
+	resultsIn, resultsOut, reRuns, peersLost        atomic.Uint64
+	bytesOut, bytesIn                               atomic.Uint64
+}
+
+func newCluster(ctx context.Context, rt *Runtime) (*cluster, error) {
+	c := &cluster{rt: rt, node: rt.node, svc: rt.cfg.ServiceThread, pol: rt.cfg.Policy,
+		out: make(chan outMsg, 1024), want: make(chan struct{}, 1), replyc: make(chan uint32, 16),
+		done: make(chan struct{}), outst: map[uint64]*task{},
+		traceFrom: map[pcor.ProcID][]chromeEvent{}, traceWait: make(chan pcor.ProcID, 64)}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	procs := slices.Clone(rt.cfg.Procs)
+	if len(procs) == 0 {
+		if d := rt.node.Directory(); d != nil {
+			for _, m := range d.Members() {
+				procs = append(procs, pcor.ProcID(m.Proc))
+			}
+		}
+	}
+	if !slices.Contains(procs, rt.proc) {
+		procs = append(procs, rt.proc)
+	}
+	slices.Sort(procs)
+	c.procs = slices.Compact(procs)
+	if err := c.hello(ctx); err != nil {
+		c.cancel()
+		return nil, err
+	}
+	return c, nil
+}
+
+// hello checks that every process registered the same functions.
+func (c *cluster) hello(ctx context.Context) error {
+	desc := []byte(describe(c.rt.funcs))
+	t := c.node.Thread(c.svc)
+	for _, p := range c.procs {
+		if p == c.rt.proc {
+			continue
+		}
+		if err := t.Send(ctx, pcor.Addr{Proc: p, Thread: c.svc}, tagHello, desc); err != nil {
+			return fmt.Errorf("athread: start-up with process %d: %w", p, err)
+		}
+	}
+	for _, p := range c.procs {
+		if p == c.rt.proc {
+			continue
+		}
+		m, err := t.Recv(ctx, pcor.Addr{Proc: p, Thread: c.svc}, tagHello)
+		if err != nil {
+			return fmt.Errorf("athread: start-up with process %d: %w", p, err)
+		}
+		if d := compareRegistries(string(desc), string(m.Data)); d != "" {
+			return fmt.Errorf("%w: process %d against process %d: %s", ErrRegistry, c.rt.proc, p, d)
+		}
+	}
+	return nil
+}
+
+func (c *cluster) start() {
+	c.wg.Add(3)
+	go c.receiver()
+	go c.sender()
+	go c.thief()
+	for _, p := range c.procs {
+		if p != c.rt.proc {
+			c.wg.Add(1)
+			go c.watch(p)
+		}
+	}
+}
+
+func (c *cluster) close() {
+	c.cancel()
+	c.wg.Wait()
+	c.mu.Lock()
+	var lost []*task
+	for k, t := range c.outst {
+		delete(c.outst, k)
+		lost = append(lost, t)
+	}
+	c.mu.Unlock()
+	for _, t := range lost {
+		c.rt.complete(t, ErrClosed)
+	}
+}
+
+// peers is the number of other live processes.
+func (c *cluster) peers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.procs) - 1
+}
+
+func (c *cluster) live() []pcor.ProcID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.procs)
+}
+
+func (c *cluster) send(to pcor.ProcID, tag pcor.Tag, data []byte) {
+	select {
+	case c.out <- outMsg{to, tag, data}:
+	case <-c.ctx.Done():
+	}
+}
+
+func (c *cluster) sender() {
+	defer c.wg.Done()
+	t := c.node.Thread(c.svc)
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case m := <-c.out:
+			ctx, cancel := context.WithTimeout(c.ctx, sendTimeout)
+			err := t.Send(ctx, pcor.Addr{Proc: m.to, Thread: c.svc}, m.tag, m.data)
+			cancel()
+			if err == nil {
+				c.bytesOut.Add(uint64(len(m.data)))
+			} else if errors.Is(err, pcor.ErrPeerDown) || errors.Is(err, pcor.ErrUnreachable) {
+				c.peerDown(m.to, err)
+			}
+		}
+	}
+}
+
+// watch keeps a receive posted on p that no one answers: pcor fails it
+// when p is removed (the directory announced it left or died).
+func (c *cluster) watch(p pcor.ProcID) {
+	defer c.wg.Done()
+	t := c.node.Thread(c.svc)
+	_, err := t.Recv(c.ctx, pcor.Addr{Proc: p, Thread: c.svc}, tagWatch)
+	if c.ctx.Err() != nil {
+		return
+	}
+	if err == nil {
+		err = errors.New("unexpected watch message")
+	}
+	c.peerDown(p, err)
+}
+
+// peerDown forgets p: threads it was running are re-run (idempotent) or
+// fail their Join with a *PeerError.
+func (c *cluster) peerDown(p pcor.ProcID, why error) {
+	c.mu.Lock()
+	i := slices.Index(c.procs, p)
+	if i < 0 || p == c.rt.proc {
+		c.mu.Unlock()
+		return
+	}
+	c.procs = slices.Delete(c.procs, i, i+1)
+	var lost []*task
+	for k, t := range c.outst {
+		if t.at == p {
+			delete(c.outst, k)
+			lost = append(lost, t)
+		}
+	}
+	c.mu.Unlock()
+	c.peersLost.Add(1)
+	if p == 0 {
+		c.finish()
+	}
+	for _, t := range lost {
+		if t.attr.Idempotent && t.attr.Place != OnProc {
+			c.reRuns.Add(1)
+			t.key = 0
+			t.state.Store(stateReady)
+			c.rt.pool.put(t)
+			c.rt.wakeOne()
+			continue
+		}
+		name := ""
+		if t.fn != nil {
+			name = t.fn.name
+		}
+		if t.started != nil {
+			select {
+			case <-t.started:
+			default:
+				close(t.started)
+			}
+		}
+		c.rt.complete(t, &PeerError{Proc: p, Func: name, Err: why})
+	}
+}
+
+// offer puts a migratable thread in the offer pool if the policy says it
+// is global.
+func (c *cluster) offer(t *task) bool {
+	info := TaskInfo{Func: t.fn.name, Depth: int(t.depth), Cost: t.attr.Cost, Size: -1, Owner: c.rt.proc}
+	cl := c.pol.Classify(info)
+	if cl == ClassLocal {
+		return false
+	}
+	in, err := t.self.packIn(nil)
+	if err != nil {
+		return false
+	}
+	t.class = cl
+	t.inBytes = in
+	c.rt.pool.put(t)
+	c.rt.wakeOne()
+	return true
+}
+
+// spawn starts t in process t.attr.Proc (Place OnProc).
+func (c *cluster) spawn(t *task) {
+	t.started = make(chan struct{})
+	in, err := t.self.packIn(nil)
+	if err != nil {
+		close(t.started)
+		t.state.Store(stateRunning)
+		c.rt.complete(t, fmt.Errorf("athread: packing the input of %q: %w", t.fn.name, err))
+		return
+	}
+	t.inBytes = in
+	if !slices.Contains(c.live(), t.attr.Proc) {
+		close(t.started)
+		t.state.Store(stateRunning)
+		c.rt.complete(t, &PeerError{Proc: t.attr.Proc, Func: t.fn.name, Err: errors.New("not a live process of the job")})
+		return
+	}
+	t.state.Store(stateRemote)
+	c.handOut(t, t.attr.Proc, 0, flagSpawn)
+}
+
+// handOut records t as running in process to and sends it there.
+func (c *cluster) handOut(t *task, to pcor.ProcID, seq uint32, flags uint8) {
+	c.mu.Lock()
+	c.nextKey++
+	t.key = c.nextKey
+	t.at = to
+	c.outst[t.key] = t
+	c.mu.Unlock()
+	if t.attr.Idempotent {
+		flags |= flagIdempotent
+	}
+	m := taskMsg{owner: c.rt.proc, key: t.key, seq: seq, fn: t.fn.index, depth: t.depth, cost: t.attr.Cost,
+		flags: flags, in: t.inBytes}
+	c.tasksGiven.Add(1)
+	c.send(to, tagTask, m.append(make([]byte, 0, taskHeader+len(t.inBytes))))
+}
+
+// wantWork tells the thief goroutine that a VP is idle.
+func (c *cluster) wantWork() {
+	select {
+	case c.want <- struct{}{}:
+	default:
+	}
+}
+
+// thief asks other processes for work while this process has idle VPs
+// and nothing to run.
+func (c *cluster) thief() {
+	defer c.wg.Done()
+	t := c.node.Thread(c.svc)
+	rt := c.rt
+	for {
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-c.want:
+		}
+		attempt := 0
+		var last pcor.ProcID
+		backoff := minBackoff
+		for c.ctx.Err() == nil && rt.nidle.Load() > 0 && !rt.hasWork() {
+			procs := c.live()
+			victim, ok := c.pol.Victim(StealQuery{Self: rt.proc, Thief: rt.proc, Procs: procs, Attempt: attempt, Last: last})
+			if ok && victim != rt.proc && slices.Contains(procs, victim) {
+				seq := c.seq.Add(1)
+				req := stealReq{thief: rt.proc, seq: seq}
+				c.stealsSent.Add(1)
+				ctx, cancel := context.WithTimeout(c.ctx, sendTimeout)
+				err := t.Send(ctx, pcor.Addr{Proc: victim, Thread: c.svc}, tagSteal, req.append(nil))
+				cancel()
+				if err != nil {
+					if errors.Is(err, pcor.ErrPeerDown) || errors.Is(err, pcor.ErrUnreachable) {
+						c.peerDown(victim, err)
+					}
+				} else if c.awaitReply(seq) {
+					attempt, backoff = 0, minBackoff
+					continue
+				}
+				last = victim
+				attempt++
+				if attempt < len(procs)-1 {
+					continue
+				}
+			}
+			select {
+			case <-time.After(backoff):
+			case <-c.ctx.Done():
+				return
+			}
+			backoff = min(2*backoff, maxBackoff)
+		}
+	}
+}
+
+// awaitReply waits for the answer to steal request seq and reports whether
+// it brought a thread.
+func (c *cluster) awaitReply(seq uint32) bool {
+	timer := time.NewTimer(stealReplyTimeout)
+	defer timer.Stop()
+	for {
+		select {
+		case s := <-c.replyc:
+			if s&^(1<<31) == seq {
+				return s&(1<<31) != 0
+			}
+		case <-timer.C:
+			return false
+		case <-c.ctx.Done():
+			return false
+		}
+	}
+}
+
+func (c *cluster) answered(seq uint32, got bool) {
+	if got {
+		seq |= 1 << 31
+	}
+	select {
+	case c.replyc <- seq:
+	default:
+	}
+}
+
+func (c *cluster) receiver() {
+	defer c.wg.Done()
+	t := c.node.Thread(c.svc)
+	for {
+		m, err := t.Recv(c.ctx, pcor.Any, pcor.AnyTag)
+		if err != nil {
+			if c.ctx.Err() != nil {
+				return
+			}
+			if errors.Is(err, pcor.ErrClosed) {
+				return
+			}
+			continue
+		}
+		c.bytesIn.Add(uint64(len(m.Data)))
+		c.handle(m)
+	}
+}
+
+func (c *cluster) handle(m pcor.Message) {
+	rt := c.rt
+	switch m.Tag {
+	case tagSteal:
+		var req stealReq
+		if req.decode(m.Data) != nil {
+			return
+		}
+		c.stealsServed.Add(1)
+		t := rt.pool.give(func(t *task) bool {
+			return c.pol.Allow(req.thief, TaskInfo{Func: t.fn.name, Depth: int(t.depth), Cost: t.attr.Cost,
+				Size: len(t.inBytes), Class: t.class, Owner: rt.proc})
+		})
+		if t != nil && slices.Contains(c.live(), req.thief) {
+			c.handOut(t, req.thief, req.seq, 0)
+			return
+		}
+		if t != nil { // the thief is gone meanwhile
+			t.state.Store(stateReady)
+			rt.pool.put(t)
+		}
+		if req.hops < maxForwardHops {
+			if next, ok := c.pol.Forward(StealQuery{Self: rt.proc, Thief: req.thief, Procs: c.live(), Hops: int(req.hops)}); ok && next != rt.proc && next != req.thief {
+				req.hops++
+				c.send(next, tagSteal, req.append(nil))
+				return
+			}
+		}
+		c.send(req.thief, tagNoWork, binary.LittleEndian.AppendUint32(nil, req.seq))
+	case tagNoWork:
+		if len(m.Data) == 4 {
+			c.answered(binary.LittleEndian.Uint32(m.Data), false)
+		}
+	case tagTask:
+		var tm taskMsg
+		if tm.decode(m.Data) != nil {
+			return
+		}
+		c.accept(tm)
+	case tagResult:
+		var rm resultMsg
+		if rm.decode(m.Data) != nil {
+			return
+		}
+		c.result(m.Src.Proc, rm)
+	case tagStarted:
+		if len(m.Data) != 12 {
+			return
+		}
+		key := binary.LittleEndian.Uint64(m.Data)
+		id := pcor.ThreadID(binary.LittleEndian.Uint32(m.Data[8:]))
+		c.mu.Lock()
+		t := c.outst[key]
+		c.mu.Unlock()
+		if t != nil && t.started != nil {
+			select {
+			case <-t.started:
+			default:
+				t.addr = pcor.Addr{Proc: m.Src.Proc, Thread: id}
+				close(t.started)
+			}
+		}
+	case tagDone:
+		ev, _ := json.Marshal(rt.traceEvents())
+		ctx, cancel := context.WithTimeout(c.ctx, sendTimeout)
+		c.node.Thread(c.svc).Send(ctx, m.Src, tagTrace, ev)
+		cancel()
+		c.finish()
+	case tagTrace:
+		var ev []chromeEvent
+		json.Unmarshal(m.Data, &ev)
+		c.mu.Lock()
+		c.traceFrom[m.Src.Proc] = ev
+		c.mu.Unlock()
+		select {
+		case c.traceWait <- m.Src.Proc:
+		default:
+		}
+	}
+}
+
+// accept starts a thread another process handed over.
+func (c *cluster) accept(tm taskMsg) {
+	rt := c.rt
+	from := &origin{proc: tm.owner, key: tm.key}
+	fail := func(err error) {
+		c.send(tm.owner, tagResult, resultMsg{key: tm.key, status: resultErr, payload: []byte(err.Error())}.append(nil))
+	}
+	if tm.seq != 0 {
+		defer c.answered(tm.seq, true)
+		c.stealsGot.Add(1)
+	}
+	if int(tm.fn) >= len(rt.funcs) {
+		fail(fmt.Errorf("athread: no function %d", tm.fn))
+		return
+	}
+	t, err := rt.funcs[tm.fn].spawn(tm.in)
+	if err != nil {
+		fail(err)
+		return
+	}
+	t.rt = rt
+	t.depth = tm.depth
+	t.attr = Attr{Cost: tm.cost, Idempotent: tm.flags&flagIdempotent != 0}
+	t.from = from
+	ctx, cancel := context.WithCancel(rt.base)
+	t.ctx = ctx
+	t.cleanup = cancel
+	if rt.rec != nil {
+		rt.rec.fork(nil, t)
+	}
+	if tm.flags&flagSpawn != 0 {
+		t.attr.Place = OnProc
+		rt.runOwnGoroutine(t)
+		var b []byte
+		b = binary.LittleEndian.AppendUint64(b, tm.key)
+		b = binary.LittleEndian.AppendUint32(b, uint32(t.endpt.Addr().Thread))
+		c.send(tm.owner, tagStarted, b)
+		return
+	}
+	rt.inject(t)
+}
+
+// reply sends the outcome of a thread that came from another process back
+// to its owner.
+func (c *cluster) reply(t *task, err error) {
+	rm := resultMsg{key: t.from.key}
+	var perr *PanicError
+	switch {
+	case err == nil:
+		out, perr2 := t.self.packOut(nil)
+		if perr2 != nil {
+			rm.status, rm.payload = resultErr, []byte("packing the output: "+perr2.Error())
+		} else {
+			rm.payload = out
+		}
+	case errors.As(err, &perr):
+		rm.status, rm.payload = resultPanic, []byte(fmt.Sprintf("%v\n%s", perr.Value, perr.Stack))
+	default:
+		rm.status, rm.payload = resultErr, []byte(err.Error())
+	}
+	c.resultsOut.Add(1)
+	c.send(t.from.proc, tagResult, rm.append(nil))
+}
+
+// result completes a thread of this process that ran elsewhere.
+func (c *cluster) result(from pcor.ProcID, rm resultMsg) {
+	c.mu.Lock()
+	t := c.outst[rm.key]
+	if t != nil && t.at == from {
+		delete(c.outst, rm.key)
+	} else {
+		t = nil
+	}
+	c.mu.Unlock()
+	if t == nil {
+		return
+	}
+	c.resultsIn.Add(1)
+	var err error
+	switch rm.status {
+	case resultOK:
+		if uerr := t.self.unpackOut(rm.payload); uerr != nil {
+			err = fmt.Errorf("athread: unpacking the output of %q from process %d: %w", t.fn.name, from, uerr)
+		}
+	case resultPanic:
+		err = &PanicError{Value: string(rm.payload), Proc: from}
+	default:
+		err = &RemoteError{Proc: from, Msg: string(rm.payload)}
+	}
+	if t.started != nil {
+		select {
+		case <-t.started:
+		default:
+			close(t.started)
+		}
+	}
+	c.rt.complete(t, err)
+}
+
+// finish marks the end of the run in this process.
+func (c *cluster) finish() { c.doneMu.Do(func() { close(c.done) }) }
+
+func (c *cluster) remoteTrace() []chromeEvent {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var ev []chromeEvent
+	for _, p := range slices.Sorted(maps.Keys(c.traceFrom)) {
+		ev = append(ev, c.traceFrom[p]...)
+	}
+	return ev
+}

@@ -1,0 +1,122 @@
+package athread
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/pcor-go/pcor/pcor"
+)
+
+// Message tags of the runtime's service thread.
+const (
+	tagHello   pcor.Tag = 1 // registry description
+	tagSteal   pcor.Tag = 2 // stealReq
+	tagTask    pcor.Tag = 3 // taskMsg
+	tagNoWork  pcor.Tag = 4 // seq
+	tagResult  pcor.Tag = 5 // resultMsg
+	tagStarted pcor.Tag = 6 // key, thread id
+	tagDone    pcor.Tag = 7 // the run is over
+	tagTrace   pcor.Tag = 8 // a process's trace, JSON
+	tagWatch   pcor.Tag = 9 // never sent: a receive that fails when the peer goes
+)
+
+var errShort = errors.New("athread: short message")
+
+// stealReq asks for a thread on behalf of thief.
+type stealReq struct {
+	thief pcor.ProcID
+	seq   uint32
+	hops  uint16
+}
+
+func (m stealReq) append(b []byte) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(m.thief))
+	b = binary.LittleEndian.AppendUint32(b, m.seq)
+	return binary.LittleEndian.AppendUint16(b, m.hops)
+}
+
+func (m *stealReq) decode(b []byte) error {
+	if len(b) != 10 {
+		return errShort
+	}
+	m.thief = pcor.ProcID(binary.LittleEndian.Uint32(b))
+	m.seq = binary.LittleEndian.Uint32(b[4:])
+	m.hops = binary.LittleEndian.Uint16(b[8:])
+	return nil
+}
+
+// Task message flags.
+const (
+	flagIdempotent = 1 << iota
+	flagSpawn      // Place OnProc: run on a goroutine of its own
+)
+
+// taskMsg hands a thread to another process.
+type taskMsg struct {
+	owner pcor.ProcID
+	key   uint64
+	seq   uint32 // the steal request answered (0 for a spawn)
+	fn    uint32
+	depth int32
+	cost  int64
+	flags uint8
+	in    []byte
+}
+
+const taskHeader = 4 + 8 + 4 + 4 + 4 + 8 + 1
+
+func (m taskMsg) append(b []byte) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(m.owner))
+	b = binary.LittleEndian.AppendUint64(b, m.key)
+	b = binary.LittleEndian.AppendUint32(b, m.seq)
+	b = binary.LittleEndian.AppendUint32(b, m.fn)
+	b = binary.LittleEndian.AppendUint32(b, uint32(m.depth))
+	b = binary.LittleEndian.AppendUint64(b, uint64(m.cost))
+	b = append(b, m.flags)
+	return append(b, m.in...)
+}
+
+func (m *taskMsg) decode(b []byte) error {
+	if len(b) < taskHeader {
+		return errShort
+	}
+	m.owner = pcor.ProcID(binary.LittleEndian.Uint32(b))
+	m.key = binary.LittleEndian.Uint64(b[4:])
+	m.seq = binary.LittleEndian.Uint32(b[12:])
+	m.fn = binary.LittleEndian.Uint32(b[16:])
+	m.depth = int32(binary.LittleEndian.Uint32(b[20:]))
+	m.cost = int64(binary.LittleEndian.Uint64(b[24:]))
+	m.flags = b[32]
+	m.in = b[taskHeader:]
+	return nil
+}
+
+// Result statuses.
+const (
+	resultOK = iota
+	resultErr
+	resultPanic
+)
+
+// resultMsg carries a thread's outcome back to its owner.
+type resultMsg struct {
+	key     uint64
+	status  uint8
+	payload []byte // packed output, or the error's text
+}
+
+func (m resultMsg) append(b []byte) []byte {
+	b = binary.LittleEndian.AppendUint64(b, m.key)
+	b = append(b, m.status)
+	return append(b, m.payload...)
+}
+
+func (m *resultMsg) decode(b []byte) error {
+	if len(b) < 9 {
+		return errShort
+	}
+	m.key = binary.LittleEndian.Uint64(b)
+	m.status = b[8]
+	m.payload = b[9:]
+	return nil
+}
