@@ -1,0 +1,87 @@
+package shm
+
+import (
+	"fmt"
+	"os"
+)
+
+// Limits and defaults of a port's segment.
+const (
+	// DefaultDir is where segments live unless Config.Dir or PCOR_SHM_DIR
+	// says otherwise.
+	DefaultDir = "/dev/shm"
+	// DefaultSlots is how many sending ports one receiver takes.
+	DefaultSlots = 64
+	// DefaultRingSize is the ring of one sender in bytes.
+	DefaultRingSize = 2 << 20
+	// DefaultMaxDatagram matches the largest fragment of the wire format.
+	DefaultMaxDatagram = 65507
+	// DefaultBatchSize is the number of datagrams per Send or Receive.
+	DefaultBatchSize = 64
+	// DefaultSpin is how many empty looks a blocking Receive takes,
+	// yielding between them, before it sleeps.
+	DefaultSpin = 64
+
+	MaxSlots    = 4096
+	MinRingSize = 64 << 10
+	MaxRingSize = 1 << 30
+)
+
+// Config tunes a port. The zero value gives the defaults.
+type Config struct {
+	// Dir is the tmpfs directory holding segments (default PCOR_SHM_DIR,
+	// else /dev/shm). Ports meet only within one directory.
+	Dir string
+	// Slots is how many sending ports this port can receive from.
+	Slots int
+	// RingSize is each sender's ring in bytes, a power of two.
+	RingSize int
+	// MaxDatagram is the largest datagram, at most RingSize/4.
+	MaxDatagram int
+	// BatchSize is the number of datagrams per call.
+	BatchSize int
+	// Spin is how many empty looks a blocking Receive takes before it
+	// sleeps; negative means none.
+	Spin int
+}
+
+func (c Config) withDefaults() Config {
+	if c.Dir == "" {
+		c.Dir = os.Getenv("PCOR_SHM_DIR")
+	}
+	if c.Dir == "" {
+		c.Dir = DefaultDir
+	}
+	if c.Slots == 0 {
+		c.Slots = DefaultSlots
+	}
+	if c.RingSize == 0 {
+		c.RingSize = DefaultRingSize
+	}
+	if c.MaxDatagram == 0 {
+		c.MaxDatagram = DefaultMaxDatagram
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = DefaultBatchSize
+	}
+	if c.Spin == 0 {
+		c.Spin = DefaultSpin
+	}
+	return c
+}
+
+func (c Config) check() error {
+	if c.Slots < 1 || c.Slots > MaxSlots {
+		return fmt.Errorf("shm: %d slots out of range 1..%d", c.Slots, MaxSlots)
+	}
+	if c.RingSize < MinRingSize || c.RingSize > MaxRingSize || c.RingSize&(c.RingSize-1) != 0 {
+		return fmt.Errorf("shm: ring size %d is not a power of two in %d..%d", c.RingSize, MinRingSize, MaxRingSize)
+	}
+	if c.MaxDatagram < 1 || c.MaxDatagram > c.RingSize/4 {
+		return fmt.Errorf("shm: max datagram %d out of range 1..%d", c.MaxDatagram, c.RingSize/4)
+	}
+	if c.BatchSize < 1 {
+		return fmt.Errorf("shm: batch size %d", c.BatchSize)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package shm
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// Segment layout. Every multi-byte field is naturally aligned and accessed
+// atomically; fields written by different processes sit on different cache
+// lines.
+const (
+	segMagic   = 0x31686d73726f6370 // "pcorshm1", little-endian
+	segVersion = 1
+
+	headerSize = 4096
+
+	// Header fields.
+	offMagic     = 0   // u64
+	offVersion   = 8   // u32
+	offSlots     = 12  // u32: number of slots
+	offRingSize  = 16  // u32: bytes of ring per slot (a power of two)
+	offPid       = 20  // u32: receiving process
+	offStart     = 24  // u64: its start time (guards against pid reuse)
+	offClosed    = 32  // u32: 1 once the receiver closed its port
+	offHighWater = 36  // u32: slots ever claimed (receivers scan below it)
+	offSleeping  = 64  // u32: 1 while the receiver sleeps on the doorbell
+	offDoorbell  = 128 // u32: futex word senders bump to wake the receiver
+
+	// Slot header fields, relative to the slot's start.
+	slotHeader   = 256
+	slotOwner    = 0   // u32: pid of the producing process, 0 when free
+	slotReleased = 4   // u32: 1 once the producer let go of the slot
+	slotStart    = 8   // u64: the producer's start time
+	slotHead     = 64  // u64: consumer position (bytes ever consumed)
+	slotTail     = 128 // u64: producer position (bytes ever produced)
+
+	// Records in a ring: a u32 length, 4 bytes of padding, the bytes,
+	// padding to 8. A length of wrapMark sends the reader to the ring's
+	// start.
+	recordHeader = 8
+	wrapMark     = ^uint32(0)
+)
+
+// segmentSize is the size of a segment with slots rings of ringSize bytes.
+func segmentSize(slots, ringSize int) int {
+	return headerSize + slots*(slotHeader+ringSize)
+}
+
+// slotOffset is where slot i starts in a segment.
+func slotOffset(i, ringSize int) int { return headerSize + i*(slotHeader+ringSize) }
+
+// recordSize is the room a record of n bytes takes in a ring.
+func recordSize(n int) uint64 { return uint64(recordHeader + (n+7)&^7) }
+
+func u32at(mem []byte, off int) *uint32 { return (*uint32)(unsafe.Pointer(&mem[off])) }
+func u64at(mem []byte, off int) *uint64 { return (*uint64)(unsafe.Pointer(&mem[off])) }
+
+func load32(mem []byte, off int) uint32     { return atomic.LoadUint32(u32at(mem, off)) }
+func store32(mem []byte, off int, v uint32) { atomic.StoreUint32(u32at(mem, off), v) }
+func load64(mem []byte, off int) uint64     { return atomic.LoadUint64(u64at(mem, off)) }
+func store64(mem []byte, off int, v uint64) { atomic.StoreUint64(u64at(mem, off), v) }
+
+func atomicAdd32(mem []byte, off int) { atomic.AddUint32(u32at(mem, off), 1) }
+func casUint32(mem []byte, off int, old, new uint32) bool {
+	return atomic.CompareAndSwapUint32(u32at(mem, off), old, new)
+}

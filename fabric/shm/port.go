@@ -1,0 +1,442 @@
+//go:build linux
+
+package shm
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric"
+)
+
+// Kind is the fabric name of shared-memory ports.
+const Kind = "shm"
+
+var (
+	// ErrAddrInUse is returned by Listen for a name another port holds.
+	ErrAddrInUse = errors.New("shm: address in use")
+	// ErrNoPort is returned when no port listens at an endpoint.
+	ErrNoPort = errors.New("shm: no port at that endpoint")
+	// ErrBadSegment is returned for a segment file that is not a valid
+	// pcor segment.
+	ErrBadSegment = errors.New("shm: bad segment")
+	// ErrOtherHost is returned by ParseEndpoint for an endpoint whose
+	// shared memory this process cannot map.
+	ErrOtherHost = errors.New("shm: endpoint on another host")
+	// ErrNoSlot is returned when a receiver's segment has no free slot.
+	ErrNoSlot = errors.New("shm: receiver has no free slot")
+)
+
+// Port is a fabric.Port over shared memory. Any number of goroutines may
+// call Send concurrently; one goroutine at a time calls Receive or Poll.
+type Port struct {
+	cfg   Config
+	local Endpoint
+	seg   *segment
+
+	// Receive side, used by the one receiving goroutine.
+	in       []*ring // per slot, nil until claimed
+	next     int     // slot to read first, for fairness
+	lastScan time.Time
+
+	outMu sync.Mutex // guards out
+	out   map[string]*outRing
+
+	closeOnce sync.Once
+	closed    atomic.Bool
+
+	st stats
+}
+
+var _ fabric.Port = (*Port)(nil)
+
+// outRing is this port's slot in another port's segment.
+type outRing struct {
+	mu   sync.Mutex // guards r and the ring's producer position
+	seg  *segment
+	r    *ring
+	dead bool // the receiver closed or died
+}
+
+var portNames atomic.Uint64
+
+// Listen opens a port named name in cfg.Dir ("" picks a name unique to
+// this process). Segments left behind by crashed processes in that
+// directory are removed first.
+func Listen(name string, cfg Config) (*Port, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if name == "" {
+		name = strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(portNames.Add(1), 10)
+	}
+	if !validName(name) {
+		return nil, fmt.Errorf("shm: bad port name %q (letters, digits, '.', '_', '-')", name)
+	}
+	host, err := HostID(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	reap(cfg.Dir)
+	seg, err := createSegment(filepath.Join(cfg.Dir, filePrefix+name), cfg.Slots, cfg.RingSize)
+	if err != nil {
+		return nil, err
+	}
+	return &Port{
+		cfg:   cfg,
+		local: Endpoint{Host: host, Name: name},
+		seg:   seg,
+		in:    make([]*ring, cfg.Slots),
+		out:   make(map[string]*outRing),
+	}, nil
+}
+
+func validName(s string) bool {
+	if s == "" || len(s) > 128 || s[0] == '.' {
+		return false
+	}
+	for _, c := range []byte(s) {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// BatchSize is the number of datagrams Send and Receive handle per call.
+func (p *Port) BatchSize() int { return p.cfg.BatchSize }
+
+// MaxDatagram is the largest datagram a ring carries.
+func (p *Port) MaxDatagram(fabric.Endpoint) int { return p.cfg.MaxDatagram }
+
+// LocalEndpoint is the address peers on this host use to reach the port.
+func (p *Port) LocalEndpoint() fabric.Endpoint { return p.local }
+
+// ParseEndpoint parses "host/name". It fails with ErrOtherHost for an
+// endpoint whose memory this process does not share.
+func (p *Port) ParseEndpoint(s string) (fabric.Endpoint, error) {
+	e, err := ParseEndpoint(s)
+	if err != nil {
+		return nil, err
+	}
+	if e.Host != p.local.Host {
+		return nil, fmt.Errorf("%w: %s (this host is %s)", ErrOtherHost, s, p.local.Host)
+	}
+	return e, nil
+}
+
+// Kind is "shm".
+func (p *Port) Kind() string { return Kind }
+
+// Alloc returns ordinary memory: the rings are the only shared memory.
+func (p *Port) Alloc(n int) []byte { return make([]byte, n) }
+
+// Send copies each datagram into the destination's ring. A full ring makes
+// Send wait for room; a destination that closed or died has its datagrams
+// dropped, as a network would.
+func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
+	if p.closed.Load() {
+		return 0, fabric.ErrClosed
+	}
+	for i := range dgs {
+		d := &dgs[i]
+		if d.Len() > p.cfg.MaxDatagram {
+			return i, fmt.Errorf("%w: %d > %d", fabric.ErrTooBig, d.Len(), p.cfg.MaxDatagram)
+		}
+		e, ok := d.To.(Endpoint)
+		if !ok {
+			return i, fmt.Errorf("shm: endpoint %v is not an shm endpoint", d.To)
+		}
+		o, err := p.outTo(e)
+		if err != nil {
+			if errors.Is(err, ErrNoPort) {
+				p.st.dropped.Add(1)
+				continue
+			}
+			return i, err
+		}
+		if err := p.put(o, d); err != nil {
+			return i, err
+		}
+	}
+	return len(dgs), nil
+}
+
+// put writes one datagram into o, waiting while the ring is full.
+func (p *Port) put(o *outRing, d *fabric.Datagram) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.dead {
+		p.st.dropped.Add(1)
+		return nil
+	}
+	for spins := 0; ; spins++ {
+		if o.r.put(d.Head, d.Body) {
+			p.st.sent.Add(1)
+			p.wake(o.seg)
+			return nil
+		}
+		if p.closed.Load() {
+			return fabric.ErrClosed
+		}
+		if spins == 0 {
+			p.st.full.Add(1)
+		}
+		// Make sure a sleeping receiver drains the ring.
+		p.wake(o.seg)
+		switch {
+		case spins < 64:
+			runtime.Gosched()
+		default:
+			if spins%256 == 0 && !o.seg.ownerAlive() {
+				o.dead = true
+				p.st.dropped.Add(1)
+				return nil
+			}
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+// wake rings the doorbell of seg's receiver if it sleeps.
+func (p *Port) wake(seg *segment) {
+	if load32(seg.mem, offSleeping) != 0 {
+		atomicAdd32(seg.mem, offDoorbell)
+		futexWakeAll(u32at(seg.mem, offDoorbell))
+		p.st.wakes.Add(1)
+	}
+}
+
+// outTo returns this port's ring in e's segment, claiming a slot there the
+// first time.
+func (p *Port) outTo(e Endpoint) (*outRing, error) {
+	p.outMu.Lock()
+	defer p.outMu.Unlock()
+	if o := p.out[e.Name]; o != nil {
+		o.mu.Lock()
+		dead := o.dead
+		o.mu.Unlock()
+		if !dead {
+			return o, nil
+		}
+		// The receiver went away; a new one may listen under the name.
+		delete(p.out, e.Name)
+		o.seg.unmap()
+	}
+	if p.closed.Load() {
+		return nil, fabric.ErrClosed
+	}
+	seg, err := openSegment(filepath.Join(p.cfg.Dir, filePrefix+e.Name))
+	if err != nil {
+		return nil, err
+	}
+	if !seg.ownerAlive() {
+		seg.unmap()
+		return nil, fmt.Errorf("%w: %s (closed)", ErrNoPort, e)
+	}
+	r, err := claim(seg)
+	if err != nil {
+		seg.unmap()
+		return nil, fmt.Errorf("%w: %s", err, e)
+	}
+	o := &outRing{seg: seg, r: r}
+	p.out[e.Name] = o
+	return o, nil
+}
+
+// claim takes a free slot of seg for this process.
+func claim(seg *segment) (*ring, error) {
+	pid, start := selfID()
+	for i := 0; i < seg.slots; i++ {
+		base := slotOffset(i, seg.ringSize)
+		if !casUint32(seg.mem, base+slotOwner, 0, pid) {
+			continue
+		}
+		store64(seg.mem, base+slotStart, start)
+		for {
+			hw := load32(seg.mem, offHighWater)
+			if uint32(i) < hw || casUint32(seg.mem, offHighWater, hw, uint32(i)+1) {
+				break
+			}
+		}
+		r := newRing(seg, i)
+		r.pos = load64(seg.mem, base+slotTail)
+		return r, nil
+	}
+	return nil, ErrNoSlot
+}
+
+// Receive blocks until at least one datagram has arrived, stores up to
+// len(msgs) of them in msgs and returns how many. Each msgs[i] aliases the
+// ring and stays valid until the next Receive or Poll.
+func (p *Port) Receive(msgs [][]byte) (int, error) { return p.receive(msgs, true) }
+
+// Poll is Receive that never blocks.
+func (p *Port) Poll(msgs [][]byte) (int, error) { return p.receive(msgs, false) }
+
+func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
+	if p.closed.Load() {
+		return 0, fabric.ErrClosed
+	}
+	for _, r := range p.in {
+		if r != nil {
+			r.release()
+		}
+	}
+	for spins := 0; ; spins++ {
+		if n := p.collect(msgs); n > 0 {
+			p.st.received.Add(uint64(n))
+			return n, nil
+		}
+		if p.closed.Load() {
+			return 0, fabric.ErrClosed
+		}
+		if time.Since(p.lastScan) > 100*time.Millisecond {
+			p.scanOwners()
+		}
+		if !block {
+			return 0, nil
+		}
+		if spins < p.cfg.Spin {
+			runtime.Gosched()
+			continue
+		}
+		p.sleep()
+		spins = 0
+	}
+}
+
+// sleep waits on the doorbell until a sender rings it (or a timeout, to
+// notice a close or a dead sender).
+func (p *Port) sleep() {
+	mem := p.seg.mem
+	v := load32(mem, offDoorbell)
+	store32(mem, offSleeping, 1)
+	if p.pending() || p.closed.Load() {
+		store32(mem, offSleeping, 0)
+		return
+	}
+	p.st.sleeps.Add(1)
+	futexWaitTimeout(u32at(mem, offDoorbell), v, 100*time.Millisecond)
+	store32(mem, offSleeping, 0)
+}
+
+// pending reports whether any ring holds unread records.
+func (p *Port) pending() bool {
+	hw := p.highWater()
+	for i := 0; i < hw; i++ {
+		if r := p.inRing(i); r != nil && !r.empty() {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Port) highWater() int {
+	hw := int(load32(p.seg.mem, offHighWater))
+	if hw > p.seg.slots {
+		hw = p.seg.slots
+	}
+	return hw
+}
+
+// inRing returns the consumer side of slot i, or nil if it is free.
+func (p *Port) inRing(i int) *ring {
+	if p.in[i] == nil {
+		if load32(p.seg.mem, slotOffset(i, p.seg.ringSize)+slotOwner) == 0 {
+			return nil
+		}
+		p.in[i] = newRing(p.seg, i)
+	}
+	return p.in[i]
+}
+
+// collect takes records from the rings, starting at a rotating slot so
+// that no sender starves the others.
+func (p *Port) collect(msgs [][]byte) int {
+	hw := p.highWater()
+	n := 0
+	for k := 0; k < hw && n < len(msgs); k++ {
+		i := (p.next + k) % hw
+		r := p.inRing(i)
+		if r == nil {
+			continue
+		}
+		got, corrupt := r.take(msgs[n:], p.cfg.MaxDatagram)
+		n += got
+		if corrupt {
+			// The producer broke the ring's format: what it holds can no
+			// longer be delimited. Count it, and take nothing more from
+			// it until the producer is gone and the slot is reset.
+			p.st.corrupt.Add(1)
+			r.pos = load64(p.seg.mem, r.base+slotTail)
+		}
+	}
+	if hw > 0 {
+		p.next = (p.next + 1) % hw
+	}
+	return n
+}
+
+// scanOwners frees the slots whose producer let go or died once their
+// rings are drained.
+func (p *Port) scanOwners() {
+	p.lastScan = time.Now()
+	mem := p.seg.mem
+	for i := 0; i < p.highWater(); i++ {
+		base := slotOffset(i, p.seg.ringSize)
+		owner := load32(mem, base+slotOwner)
+		if owner == 0 {
+			continue
+		}
+		r := p.inRing(i)
+		if r == nil || !r.empty() {
+			continue
+		}
+		if load32(mem, base+slotReleased) != 0 || !alive(owner, load64(mem, base+slotStart)) {
+			r.reset()
+			p.in[i] = nil
+			p.st.reclaimed.Add(1)
+		}
+	}
+}
+
+// Close releases the port: its own segment is removed (senders that have
+// it mapped see it closed) and its slots in other segments are released.
+// A blocked Receive returns fabric.ErrClosed. Close is idempotent.
+func (p *Port) Close() error {
+	p.closeOnce.Do(func() {
+		p.closed.Store(true)
+		mem := p.seg.mem
+		store32(mem, offClosed, 1)
+		atomicAdd32(mem, offDoorbell)
+		futexWakeAll(u32at(mem, offDoorbell))
+		os.Remove(p.seg.path)
+
+		p.outMu.Lock()
+		for name, o := range p.out {
+			o.mu.Lock()
+			store32(o.seg.mem, o.r.base+slotReleased, 1)
+			p.wake(o.seg)
+			o.seg.unmap()
+			o.dead = true
+			o.mu.Unlock()
+			delete(p.out, name)
+		}
+		p.outMu.Unlock()
+		// The segment stays mapped: a Receive in flight may still read it.
+		// It is unmapped when the port is collected.
+		seg := p.seg
+		runtime.SetFinalizer(p, func(*Port) { seg.unmap() })
+	})
+	return nil
+}

@@ -1,0 +1,348 @@
+package shm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric"
+)
+
+// testDir makes a segment directory on tmpfs for one test.
+func testDir(t testing.TB) string {
+	t.Helper()
+	base := DefaultDir
+	if _, err := os.Stat(base); err != nil {
+		base = ""
+	}
+	d, err := os.MkdirTemp(base, "pcor-shm-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func listen(t testing.TB, dir, name string, cfg Config) *Port {
+	t.Helper()
+	cfg.Dir = dir
+	p, err := Listen(name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	return p
+}
+
+// recvN receives exactly n datagrams (copied), failing after a deadline.
+func recvN(t testing.TB, p *Port, n int) [][]byte {
+	t.Helper()
+	msgs := make([][]byte, p.BatchSize())
+	var got [][]byte
+	deadline := time.Now().Add(20 * time.Second)
+	for len(got) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("received %d of %d datagrams", len(got), n)
+		}
+		k, err := p.Poll(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs[:k] {
+			got = append(got, append([]byte(nil), m...))
+		}
+		if k == 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return got
+}
+
+func pattern(n, seed int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(i*7 + seed)
+	}
+	return b
+}
+
+func TestSizesAndOrder(t *testing.T) {
+	dir := testDir(t)
+	a, b := listen(t, dir, "a", Config{}), listen(t, dir, "b", Config{})
+	to, err := a.ParseEndpoint(b.LocalEndpoint().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes := []int{0, 1, 7, 8, 9, 95, 96, 1000, 4096, 65000, DefaultMaxDatagram}
+	var want [][]byte
+	for i, n := range sizes {
+		head := pattern(n/3, i)
+		body := pattern(n-n/3, i+100)
+		if _, err := a.Send([]fabric.Datagram{{Head: head, Body: body, To: to}}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, append(head, body...))
+	}
+	got := recvN(t, b, len(sizes))
+	for i := range want {
+		if !bytes.Equal(got[i], want[i]) {
+			t.Fatalf("datagram %d (%d bytes) differs", i, len(want[i]))
+		}
+	}
+	if _, err := a.Send([]fabric.Datagram{{Body: make([]byte, DefaultMaxDatagram+1), To: to}}); !errors.Is(err, fabric.ErrTooBig) {
+		t.Fatalf("oversized datagram: %v, want ErrTooBig", err)
+	}
+}
+
+// TestWrapAround pushes many times the ring's size through a small ring,
+// with sizes that leave every possible gap at the ring's end.
+func TestWrapAround(t *testing.T) {
+	dir := testDir(t)
+	cfg := Config{RingSize: MinRingSize, MaxDatagram: MinRingSize / 4}
+	a, b := listen(t, dir, "a", cfg), listen(t, dir, "b", cfg)
+	to := b.LocalEndpoint()
+	const count = 5000
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < count; i++ {
+			n := (i * 997) % (cfg.MaxDatagram - 4)
+			body := pattern(n+4, i)
+			binary.LittleEndian.PutUint32(body, uint32(i))
+			if _, err := a.Send([]fabric.Datagram{{Body: body, To: to}}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	msgs := make([][]byte, b.BatchSize())
+	for i := 0; i < count; {
+		k, err := b.Receive(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs[:k] {
+			n := (i * 997) % (cfg.MaxDatagram - 4)
+			want := pattern(n+4, i)
+			binary.LittleEndian.PutUint32(want, uint32(i))
+			if !bytes.Equal(m, want) {
+				t.Fatalf("datagram %d: %d bytes, want %d", i, len(m), len(want))
+			}
+			i++
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if s := a.Stats(); s.Full == 0 {
+		t.Errorf("sender never waited for room: the test did not fill the ring (%+v)", s)
+	}
+}
+
+// TestManySenders has several ports, each with several goroutines, send
+// to one receiver; every datagram arrives once and each sender's arrive in
+// order.
+func TestManySenders(t *testing.T) {
+	dir := testDir(t)
+	recv := listen(t, dir, "r", Config{})
+	const ports, goroutines, each = 4, 3, 2000
+	var wg sync.WaitGroup
+	for p := 0; p < ports; p++ {
+		s := listen(t, dir, "s"+string(rune('0'+p)), Config{})
+		for g := 0; g < goroutines; g++ {
+			wg.Add(1)
+			go func(id int) {
+				defer wg.Done()
+				var body [8]byte
+				for i := 0; i < each; i++ {
+					binary.LittleEndian.PutUint32(body[:], uint32(id))
+					binary.LittleEndian.PutUint32(body[4:], uint32(i))
+					if _, err := s.Send([]fabric.Datagram{{Body: body[:], To: recv.LocalEndpoint()}}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}(p*goroutines + g)
+		}
+	}
+	got := recvN(t, recv, ports*goroutines*each)
+	wg.Wait()
+	next := make([]uint32, ports*goroutines)
+	for _, m := range got {
+		id, i := binary.LittleEndian.Uint32(m), binary.LittleEndian.Uint32(m[4:])
+		if i != next[id] {
+			t.Fatalf("sender %d: datagram %d after %d", id, i, next[id])
+		}
+		next[id]++
+	}
+}
+
+// TestBlockingReceiveWakes checks that a receiver asleep on the doorbell
+// wakes for a datagram, and that Close ends a blocked Receive.
+func TestBlockingReceiveWakes(t *testing.T) {
+	dir := testDir(t)
+	a, b := listen(t, dir, "a", Config{}), listen(t, dir, "b", Config{})
+	msgs := make([][]byte, 4)
+	got := make(chan error, 1)
+	go func() {
+		n, err := b.Receive(msgs)
+		if err == nil && (n != 1 || string(msgs[0]) != "wake") {
+			err = errors.New("wrong datagram")
+		}
+		got <- err
+	}()
+	// Let the receiver go to sleep.
+	deadline := time.Now().Add(5 * time.Second)
+	for b.Stats().Sleeps == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if b.Stats().Sleeps == 0 {
+		t.Fatal("receiver never slept")
+	}
+	if _, err := a.Send([]fabric.Datagram{{Body: []byte("wake"), To: b.LocalEndpoint()}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("receiver did not wake")
+	}
+	if a.Stats().Wakes == 0 {
+		t.Error("sender never rang the doorbell")
+	}
+
+	go func() { _, err := b.Receive(msgs); got <- err }()
+	time.Sleep(20 * time.Millisecond)
+	b.Close()
+	select {
+	case err := <-got:
+		if !errors.Is(err, fabric.ErrClosed) {
+			t.Fatalf("Receive after Close: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end a blocked Receive")
+	}
+	if _, err := os.Stat(filepath.Join(dir, filePrefix+"b")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("segment left after Close: %v", err)
+	}
+}
+
+// TestClosedReceiverDrops checks that a sender to a closed port neither
+// blocks nor fails: the datagrams are dropped and counted.
+func TestClosedReceiverDrops(t *testing.T) {
+	dir := testDir(t)
+	cfg := Config{RingSize: MinRingSize, MaxDatagram: 1024}
+	a, b := listen(t, dir, "a", cfg), listen(t, dir, "b", cfg)
+	to := b.LocalEndpoint()
+	if _, err := a.Send([]fabric.Datagram{{Body: []byte("x"), To: to}}); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < 200; i++ { // more than the ring holds
+			if _, err := a.Send([]fabric.Datagram{{Body: make([]byte, 1000), To: to}}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Send to a closed port blocked")
+	}
+	if a.Stats().Dropped == 0 {
+		t.Error("nothing counted as dropped")
+	}
+}
+
+// TestSlotReleasedOnClose checks that a sender's Close frees its slot in
+// the receiver's segment, so that a receiver with one slot serves the next
+// sender.
+func TestSlotReleasedOnClose(t *testing.T) {
+	dir := testDir(t)
+	recv := listen(t, dir, "r", Config{Slots: 1})
+	for i := 0; i < 3; i++ {
+		s := listen(t, dir, "s"+string(rune('0'+i)), Config{})
+		var err error
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			_, err = s.Send([]fabric.Datagram{{Body: []byte{byte(i)}, To: recv.LocalEndpoint()}})
+			if !errors.Is(err, ErrNoSlot) || time.Now().After(deadline) {
+				break
+			}
+			recv.Poll(make([][]byte, 1)) // let the receiver scan its slots
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("sender %d: %v", i, err)
+		}
+		if got := recvN(t, recv, 1); got[0][0] != byte(i) {
+			t.Fatalf("sender %d: got %v", i, got[0])
+		}
+		s.Close()
+	}
+	if recv.Stats().Reclaimed < 2 {
+		t.Errorf("reclaimed %d slots, want 2", recv.Stats().Reclaimed)
+	}
+}
+
+// TestCorruptRing writes a record length no ring can hold into a sender's
+// slot: the receiver counts the ring as corrupt and neither panics nor
+// returns out-of-bounds memory.
+func TestCorruptRing(t *testing.T) {
+	dir := testDir(t)
+	a, b := listen(t, dir, "a", Config{}), listen(t, dir, "b", Config{})
+	if _, err := a.Send([]fabric.Datagram{{Body: []byte("ok"), To: b.LocalEndpoint()}}); err != nil {
+		t.Fatal(err)
+	}
+	recvN(t, b, 1)
+	o := a.out["b"]
+	*u32at(o.r.data, int(o.r.pos&o.r.mask)) = 1 << 30
+	o.r.pos += 64
+	store64(o.r.mem, o.r.base+slotTail, o.r.pos)
+	n, err := b.Poll(make([][]byte, 8))
+	if err != nil || n != 0 {
+		t.Fatalf("Poll over a corrupt ring: %d, %v", n, err)
+	}
+	if b.Stats().Corrupt != 1 {
+		t.Fatalf("corrupt count %d", b.Stats().Corrupt)
+	}
+}
+
+func TestEndpoints(t *testing.T) {
+	dir := testDir(t)
+	a := listen(t, dir, "a", Config{})
+	for _, s := range []string{"", "nohost", "h/", "/n", "h/bad name", "h/../x"} {
+		if _, err := ParseEndpoint(s); !errors.Is(err, ErrBadEndpoint) {
+			t.Errorf("ParseEndpoint(%q) = %v, want ErrBadEndpoint", s, err)
+		}
+	}
+	if _, err := a.ParseEndpoint("0123456789abcdef/x"); !errors.Is(err, ErrOtherHost) {
+		t.Errorf("foreign host: %v, want ErrOtherHost", err)
+	}
+	other := testDir(t) // another tmpfs directory is another memory domain
+	b := listen(t, other, "b", Config{})
+	if a.LocalEndpoint().(Endpoint).Host == b.LocalEndpoint().(Endpoint).Host {
+		t.Error("two directories share a host identity")
+	}
+	if _, err := Listen("a", Config{Dir: dir}); !errors.Is(err, ErrAddrInUse) {
+		t.Errorf("second Listen on a name: %v, want ErrAddrInUse", err)
+	}
+	if _, err := a.Send([]fabric.Datagram{{Body: []byte("x"), To: Endpoint{Host: a.local.Host, Name: "nobody"}}}); err != nil {
+		t.Errorf("send to no port: %v, want a drop", err)
+	}
+}

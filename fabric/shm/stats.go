@@ -1,0 +1,38 @@
+package shm
+
+import "sync/atomic"
+
+type stats struct {
+	sent, received atomic.Uint64
+	dropped        atomic.Uint64 // to a receiver that closed, died or never was
+	full           atomic.Uint64 // sends that found the ring full
+	wakes          atomic.Uint64 // futex wakes issued
+	sleeps         atomic.Uint64 // times Receive slept
+	corrupt        atomic.Uint64 // rings found broken
+	reclaimed      atomic.Uint64 // slots freed after their sender left
+}
+
+// Stats are a port's counters.
+type Stats struct {
+	Sent, Received uint64
+	// Dropped counts datagrams to a receiver that closed, died or does
+	// not exist.
+	Dropped uint64
+	// Full counts sends that waited for room in a ring.
+	Full uint64
+	// Wakes counts futex wake-ups sent; Sleeps counts receiver sleeps.
+	Wakes, Sleeps uint64
+	// Corrupt counts rings whose records could not be delimited.
+	Corrupt uint64
+	// Reclaimed counts slots freed after their sender left or died.
+	Reclaimed uint64
+}
+
+// Stats returns the port's counters.
+func (p *Port) Stats() Stats {
+	s := &p.st
+	return Stats{
+		Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), Full: s.full.Load(),
+		Wakes: s.wakes.Load(), Sleeps: s.sleeps.Load(), Corrupt: s.corrupt.Load(), Reclaimed: s.reclaimed.Load(),
+	}
+}
