@@ -49,6 +49,8 @@ type Port struct {
 	outMu sync.Mutex // guards out
 	out   map[string]*outRing
 
+	lost atomic.Pointer[func(fabric.Endpoint)] // OnPeerLost's function
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 
@@ -160,33 +162,39 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 		if err != nil {
 			if errors.Is(err, ErrNoPort) {
 				p.st.dropped.Add(1)
+				p.peerLost(e)
 				continue
 			}
 			return i, err
 		}
-		if err := p.put(o, d); err != nil {
+		lost, err := p.put(o, d)
+		if err != nil {
 			return i, err
+		}
+		if lost {
+			p.peerLost(e)
 		}
 	}
 	return len(dgs), nil
 }
 
-// put writes one datagram into o, waiting while the ring is full.
-func (p *Port) put(o *outRing, d *fabric.Datagram) error {
+// put writes one datagram into o, waiting while the ring is full. It
+// reports lost when it found the receiver gone (and dropped the datagram).
+func (p *Port) put(o *outRing, d *fabric.Datagram) (lost bool, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.dead {
 		p.st.dropped.Add(1)
-		return nil
+		return false, nil
 	}
 	for spins := 0; ; spins++ {
 		if o.r.put(d.Head, d.Body) {
 			p.st.sent.Add(1)
 			p.wake(o.seg)
-			return nil
+			return false, nil
 		}
 		if p.closed.Load() {
-			return fabric.ErrClosed
+			return false, fabric.ErrClosed
 		}
 		if spins == 0 {
 			p.st.full.Add(1)
@@ -200,7 +208,7 @@ func (p *Port) put(o *outRing, d *fabric.Datagram) error {
 			if spins%256 == 0 && !o.seg.ownerAlive() {
 				o.dead = true
 				p.st.dropped.Add(1)
-				return nil
+				return true, nil
 			}
 			time.Sleep(20 * time.Microsecond)
 		}

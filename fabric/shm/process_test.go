@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,6 +159,9 @@ func TestKilledReceiver(t *testing.T) {
 		cmd.Wait()
 		close(killed)
 	}()
+	var lost []fabric.Endpoint
+	var lostMu sync.Mutex
+	s.OnPeerLost(func(e fabric.Endpoint) { lostMu.Lock(); lost = append(lost, e); lostMu.Unlock() })
 	body := make([]byte, 1000)
 	deadline := time.Now().Add(30 * time.Second)
 	for s.Stats().Dropped == 0 {
@@ -169,6 +173,11 @@ func TestKilledReceiver(t *testing.T) {
 		}
 	}
 	<-killed
+	lostMu.Lock()
+	if len(lost) != 1 || lost[0].String() != ep {
+		t.Errorf("peers reported lost: %v, want [%s]", lost, ep)
+	}
+	lostMu.Unlock()
 	seg := filepath.Join(dir, filePrefix+"r")
 	if _, err := os.Stat(seg); err != nil {
 		t.Fatalf("the killed receiver's segment should still be there before a reap: %v", err)
