@@ -82,7 +82,7 @@ func command(opts *options, rank int, host string, env []string) []string {
 	if len(opts.via) == 0 {
 		return opts.prog
 	}
-	inner := append(append([]string{"env"}, env...), opts.prog...)
+	inner := watched(append(append([]string{"env"}, env...), opts.prog...))
 	var words []string
 	hasCmd := false
 	for _, w := range opts.via {
@@ -92,7 +92,11 @@ func command(opts *options, rank int, host string, env []string) []string {
 		}
 		words = append(words, strings.ReplaceAll(w, "{host}", host))
 	}
-	if !hasCmd {
+	switch {
+	case hasCmd:
+	case joinsWords(opts.via):
+		words = append(words, shellQuote(inner))
+	default:
 		words = append(words, inner...)
 	}
 	return words
@@ -141,14 +145,29 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 		argv := command(opts, rank, host, env)
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Env = append(os.Environ(), env...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		cmd.WaitDelay = opts.grace
 		p := &proc{rank: rank, host: host, cmd: cmd,
 			stdout: &prefixWriter{prefix: []byte(fmt.Sprintf("[%d] ", rank)), out: out},
 			stderr: &prefixWriter{prefix: []byte(fmt.Sprintf("[%d] ", rank)), out: errw},
 		}
 		cmd.Stdout, cmd.Stderr = p.stdout, p.stderr
-		if err := cmd.Start(); err != nil {
+		var pipeR, pipeW *os.File
+		if len(opts.via) > 0 {
+			if pipeR, pipeW, err = watchPipe(cmd); err != nil {
+				logf("rank %d: %v", rank, err)
+				signalAll(procs, syscall.SIGTERM)
+				waitAll(procs, exits, opts.grace)
+				return 1
+			}
+		}
+		err := startProcess(cmd)
+		if pipeR != nil {
+			pipeR.Close()
+		}
+		if err != nil {
+			if pipeW != nil {
+				pipeW.Close()
+			}
 			logf("rank %d: %v", rank, err)
 			signalAll(procs, syscall.SIGTERM)
 			waitAll(procs, exits, opts.grace)
@@ -157,6 +176,9 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 		procs = append(procs, p)
 		go func() {
 			err := cmd.Wait()
+			if pipeW != nil {
+				pipeW.Close()
+			}
 			p.stdout.Flush()
 			p.stderr.Flush()
 			exits <- exit{rank, err}

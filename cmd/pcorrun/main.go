@@ -10,6 +10,11 @@
 // random key per run); its output lines are prefixed with its rank. SIGINT
 // and SIGTERM are forwarded. When a process fails the others are stopped
 // and pcorrun exits with the failed process's status, naming its rank.
+// No process outlives pcorrun, even one killed with SIGKILL: local processes
+// get a parent-death signal, and --via processes run under a watchdog that
+// ends them when pcorrun's pipe to them (for ssh, the connection) closes.
+// ssh joins its arguments into one command line, so with --via 'ssh {host}'
+// pcorrun passes the command as one quoted word.
 //
 // With --routes, pcorrun prints the routing table of every process, as
 // each computes it from the membership (routing.Build): which port, next

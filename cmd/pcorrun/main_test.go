@@ -26,6 +26,10 @@ const (
 func TestMain(m *testing.M) {
 	if os.Getenv(pcorrunMain) != "" {
 		os.Unsetenv(pcorrunMain)
+		if os.Getenv(churnThreads) != "" {
+			os.Unsetenv(churnThreads)
+			go churn()
+		}
 		main()
 	}
 	if mode := os.Getenv(helperMode); mode != "" {
@@ -41,6 +45,7 @@ func TestMain(m *testing.M) {
 //	wait           print "ready", wait for SIGINT/SIGTERM, print it and exit 3
 //	join           join the directory and wait for all PCOR_SIZE members
 //	routes         join as a pcor node on a per-rank chain of networks, print the node's routes
+//	stubborn       print "pid N", ignore SIGINT, SIGTERM and SIGHUP, and sleep a minute
 func helper(mode string) int {
 	rank, _ := strconv.Atoi(os.Getenv("PCOR_RANK"))
 	switch {
@@ -63,6 +68,11 @@ func helper(mode string) int {
 		return waitSignal()
 	case mode == "routes":
 		return routesHelper()
+	case mode == "stubborn":
+		signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		fmt.Printf("pid %d\n", os.Getpid())
+		time.Sleep(time.Minute)
+		return 0
 	case mode == "join":
 		env, err := directory.FromEnv()
 		if err != nil {
@@ -228,12 +238,20 @@ func TestCommandTemplate(t *testing.T) {
 	}
 	o := &options{via: []string{"ip", "netns", "exec", "{host}"}, prog: []string{"./ring", "x y"}}
 	got := command(o, 1, "ns2", []string{"PCOR_RANK=1"})
-	if fmt.Sprint(got) != fmt.Sprint([]string{"ip", "netns", "exec", "ns2", "env", "PCOR_RANK=1", "./ring", "x y"}) {
+	want = append([]string{"ip", "netns", "exec", "ns2"}, watched([]string{"env", "PCOR_RANK=1", "./ring", "x y"})...)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("%q", got)
 	}
+	watchdog := "sh -c " + shellQuote([]string{watchdogScript}) + " " + watchdogName
 	o.via = []string{"ssh", "{host}", "cd /w && {cmd}"}
 	got = command(o, 1, "h", []string{"PCOR_RANK=1"})
-	if got[2] != `cd /w && env PCOR_RANK=1 ./ring 'x y'` {
+	if got[2] != `cd /w && `+watchdog+` env PCOR_RANK=1 ./ring 'x y'` {
+		t.Fatalf("%q", got)
+	}
+	// ssh joins its arguments into one command line: pcorrun quotes.
+	o.via = []string{"/usr/bin/ssh", "{host}"}
+	got = command(o, 1, "h", []string{"PCOR_RANK=1"})
+	if len(got) != 3 || got[2] != watchdog+` env PCOR_RANK=1 ./ring 'x y'` {
 		t.Fatalf("%q", got)
 	}
 	if shellQuote([]string{"it's"}) != `'it'\''s'` {
