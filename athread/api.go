@@ -100,6 +100,9 @@ func (h *Handle[O]) Join(ctx context.Context) (O, error) {
 			return zero, err
 		}
 	}
+	if rec := h.t.rt.rec; rec != nil {
+		rec.join(threadOf(ctx), &h.t)
+	}
 	if h.t.err != nil {
 		var zero O
 		return zero, h.t.err

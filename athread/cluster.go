@@ -22,6 +22,7 @@ const (
 	maxBackoff        = time.Millisecond
 	sendTimeout       = 30 * time.Second
 	maxForwardHops    = 8
+	startTimeout      = 30 * time.Second
 )
 
 // origin is where a thread that came from another process must send its
@@ -96,31 +97,63 @@ func newCluster(ctx context.Context, rt *Runtime) (*cluster, error) {
 	return c, nil
 }
 
-// hello checks that every process registered the same functions.
+// hello checks that every process registered the same functions. A
+// second round keeps every process in the exchange until all have compared,
+// so that a process refusing to start does not leave before the others have
+// its registrations.
 func (c *cluster) hello(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
 	desc := []byte(describe(c.rt.funcs))
 	t := c.node.Thread(c.svc)
-	for _, p := range c.procs {
-		if p == c.rt.proc {
-			continue
-		}
-		if err := t.Send(ctx, pcor.Addr{Proc: p, Thread: c.svc}, tagHello, desc); err != nil {
-			return fmt.Errorf("athread: start-up with process %d: %w", p, err)
+	var failed, mismatch error
+	others := slices.DeleteFunc(slices.Clone(c.procs), func(p pcor.ProcID) bool { return p == c.rt.proc })
+	for _, p := range others {
+		if err := c.startSend(ctx, t, p, tagHello, desc); err != nil && failed == nil {
+			failed = fmt.Errorf("athread: start-up with process %d: %w", p, err)
 		}
 	}
-	for _, p := range c.procs {
-		if p == c.rt.proc {
-			continue
-		}
+	for _, p := range others {
 		m, err := t.Recv(ctx, pcor.Addr{Proc: p, Thread: c.svc}, tagHello)
 		if err != nil {
-			return fmt.Errorf("athread: start-up with process %d: %w", p, err)
+			if failed == nil {
+				failed = fmt.Errorf("athread: start-up with process %d: %w", p, err)
+			}
+			continue
 		}
-		if d := compareRegistries(string(desc), string(m.Data)); d != "" {
-			return fmt.Errorf("%w: process %d against process %d: %s", ErrRegistry, c.rt.proc, p, d)
+		if d := compareRegistries(string(desc), string(m.Data)); d != "" && mismatch == nil {
+			mismatch = fmt.Errorf("%w: process %d against process %d: %s", ErrRegistry, c.rt.proc, p, d)
 		}
 	}
-	return nil
+	for _, p := range others {
+		c.startSend(ctx, t, p, tagReady, nil)
+	}
+	for _, p := range others {
+		if _, err := t.Recv(ctx, pcor.Addr{Proc: p, Thread: c.svc}, tagReady); err != nil && failed == nil {
+			failed = fmt.Errorf("athread: start-up with process %d: %w", p, err)
+		}
+	}
+	if mismatch != nil {
+		return mismatch
+	}
+	return failed
+}
+
+// startSend sends a start-up message, retrying while the destination has
+// no route yet (the routing table follows the directory's events).
+func (c *cluster) startSend(ctx context.Context, t *pcor.Thread, p pcor.ProcID, tag pcor.Tag, data []byte) error {
+	for {
+		err := t.Send(ctx, pcor.Addr{Proc: p, Thread: c.svc}, tag, data)
+		var ue *pcor.UnreachableError
+		if err == nil || !errors.As(err, &ue) || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return err
+		}
+	}
 }
 
 func (c *cluster) start() {

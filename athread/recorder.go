@@ -237,3 +237,27 @@ func (rt *Runtime) WriteDOT(w io.Writer) error {
 	fmt.Fprintf(bw, "}\n")
 	return bw.Flush()
 }
+
+// Utilisation returns, for each VP of this process, the fraction of the
+// interval [from, to] it spent running thread bodies, from the trace
+// (Config.Trace must be set; nil otherwise).
+func (rt *Runtime) Utilisation(from, to time.Time) []float64 {
+	if rt.rec == nil || !rt.rec.trace || !to.After(from) {
+		return nil
+	}
+	lo, hi := int64(from.Sub(rt.epoch)), int64(to.Sub(rt.epoch))
+	out := make([]float64, len(rt.vps))
+	for i, w := range rt.vps {
+		var busy int64
+		w.traceMu.Lock()
+		for _, e := range w.trace {
+			s, f := max(e.start, lo), min(e.start+e.dur, hi)
+			if f > s {
+				busy += f - s
+			}
+		}
+		w.traceMu.Unlock()
+		out[i] = float64(busy) / float64(hi-lo)
+	}
+	return out
+}

@@ -395,9 +395,6 @@ func (rt *Runtime) join(ctx context.Context, x *task) error {
 			return ErrClosed
 		}
 	}
-	if rt.rec != nil {
-		rt.rec.join(c, x)
-	}
 	return nil
 }
 

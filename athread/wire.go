@@ -9,15 +9,16 @@ import (
 
 // Message tags of the runtime's service thread.
 const (
-	tagHello   pcor.Tag = 1 // registry description
-	tagSteal   pcor.Tag = 2 // stealReq
-	tagTask    pcor.Tag = 3 // taskMsg
-	tagNoWork  pcor.Tag = 4 // seq
-	tagResult  pcor.Tag = 5 // resultMsg
-	tagStarted pcor.Tag = 6 // key, thread id
-	tagDone    pcor.Tag = 7 // the run is over
-	tagTrace   pcor.Tag = 8 // a process's trace, JSON
-	tagWatch   pcor.Tag = 9 // never sent: a receive that fails when the peer goes
+	tagHello   pcor.Tag = 1  // registry description
+	tagSteal   pcor.Tag = 2  // stealReq
+	tagTask    pcor.Tag = 3  // taskMsg
+	tagNoWork  pcor.Tag = 4  // seq
+	tagResult  pcor.Tag = 5  // resultMsg
+	tagStarted pcor.Tag = 6  // key, thread id
+	tagDone    pcor.Tag = 7  // the run is over
+	tagTrace   pcor.Tag = 8  // a process's trace, JSON
+	tagWatch   pcor.Tag = 9  // never sent: a receive that fails when the peer goes
+	tagReady   pcor.Tag = 10 // start-up: registrations compared
 )
 
 var errShort = errors.New("athread: short message")

@@ -1,0 +1,331 @@
+package athread_test
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/athread"
+	"github.com/pcor-go/pcor/pcor"
+)
+
+// The multi-process tests run the test binary under pcorrun: each process
+// plays the role named by ATHREAD_TEST_ROLE, and process 0 prints what the
+// test checks.
+
+var pcorrunBin string
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv("ATHREAD_TEST_ROLE"); role != "" {
+		os.Exit(runRole(role))
+	}
+	dir, err := os.MkdirTemp("", "athreadtest")
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(1)
+	}
+	code := 1
+	out, err := exec.Command("go", "build", "-o", dir, "github.com/pcor-go/pcor/cmd/pcorrun").CombinedOutput()
+	if err != nil {
+		fmt.Printf("building pcorrun: %v\n%s", err, out)
+	} else {
+		pcorrunBin = filepath.Join(dir, "pcorrun")
+		code = m.Run()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// point is a user type with a binary codec.
+type point struct{ X, Y int32 }
+
+func (p *point) MarshalBinary() ([]byte, error) {
+	return binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, uint32(p.X)), uint32(p.Y)), nil
+}
+
+func (p *point) UnmarshalBinary(b []byte) error {
+	if len(b) != 8 {
+		return errors.New("point: need 8 bytes")
+	}
+	p.X, p.Y = int32(binary.LittleEndian.Uint32(b)), int32(binary.LittleEndian.Uint32(b[4:]))
+	return nil
+}
+
+type work struct {
+	N     int64
+	Sleep int64 // microseconds
+}
+
+type sample struct {
+	Name   string
+	Values []int64
+}
+
+var (
+	fib    *athread.Func[int, int]
+	slow   *athread.Func[work, int64]
+	where  *athread.Func[point, []byte]
+	summer *athread.Func[sample, int64]
+	echo   *athread.Func[int, int]
+	boom   *athread.Func[int, int]
+)
+
+func init() {
+	fib = athread.Register("fib", func(ctx context.Context, n int) (int, error) {
+		if n < 2 {
+			return n, nil
+		}
+		a := athread.Create(ctx, fib, n-1)
+		b := athread.Create(ctx, fib, n-2)
+		x, err := a.Join(ctx)
+		if err != nil {
+			return 0, err
+		}
+		y, err := b.Join(ctx)
+		return x + y, err
+	}, athread.Fixed[int](), athread.Fixed[int]())
+	slow = athread.Register("slow", func(ctx context.Context, w work) (int64, error) {
+		if os.Getenv("ATHREAD_TEST_KILL") == fmt.Sprint(athread.Proc(ctx)) {
+			time.Sleep(30 * time.Millisecond)
+			syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		time.Sleep(time.Duration(w.Sleep) * time.Microsecond)
+		return w.N * w.N, nil
+	}, athread.Fixed[work](), athread.Fixed[int64]())
+	where = athread.Register("where", func(ctx context.Context, p point) ([]byte, error) {
+		return fmt.Appendf(nil, "(%d,%d) in process %d", p.X, p.Y, athread.Proc(ctx)), nil
+	}, athread.Binary[point](), athread.Bytes())
+	summer = athread.Register("sum", func(ctx context.Context, s sample) (int64, error) {
+		var t int64
+		for _, v := range s.Values {
+			t += v
+		}
+		return t, nil
+	}, athread.Gob[sample](), athread.Fixed[int64]())
+	echo = athread.Register("echo", func(ctx context.Context, n int) (int, error) {
+		ep := athread.Endpoint(ctx)
+		for i := 0; i < n; i++ {
+			m, err := ep.Recv(ctx, pcor.Any, 1)
+			if err != nil {
+				return i, err
+			}
+			v := binary.LittleEndian.Uint64(m.Data)
+			if err := ep.Send(ctx, m.Src, 2, binary.LittleEndian.AppendUint64(nil, v+1)); err != nil {
+				return i, err
+			}
+		}
+		return n, nil
+	}, athread.Fixed[int](), athread.Fixed[int]())
+	boom = athread.Register("boom", func(ctx context.Context, n int) (int, error) {
+		var s []int
+		return s[n], nil
+	}, athread.Fixed[int](), athread.Fixed[int]())
+}
+
+func runRole(role string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if role == "mismatch" && os.Getenv("PCOR_RANK") == "2" {
+		athread.Register("extra", func(ctx context.Context, n int) (int, error) { return n, nil },
+			athread.Fixed[int](), athread.Fixed[int]())
+	}
+	rt, err := athread.FromEnv(ctx, athread.Config{VPs: 2})
+	if err != nil {
+		fmt.Println("START", err)
+		return 1
+	}
+	defer rt.Close()
+	err = rt.Run(ctx, func(ctx context.Context) error {
+		switch role {
+		case "fib":
+			v, err := athread.Create(ctx, fib, 24).Join(ctx)
+			fmt.Println("FIB", v, err)
+		case "codecs":
+			for p := 0; p < 4; p++ {
+				h := athread.Create(ctx, where, point{int32(p), -int32(p)}, athread.Attr{Place: athread.OnProc, Proc: pcor.ProcID(p)})
+				b, err := h.Join(ctx)
+				fmt.Printf("WHERE %s %v\n", b, err)
+			}
+			var hs []*athread.Handle[int64]
+			for i := 0; i < 40; i++ {
+				s := sample{Name: "s", Values: []int64{int64(i), 1000}}
+				hs = append(hs, athread.Create(ctx, summer, s, athread.Attr{Place: athread.OnProc, Proc: pcor.ProcID(i % 4)}))
+			}
+			var total int64
+			for _, h := range hs {
+				v, err := h.Join(ctx)
+				if err != nil {
+					fmt.Println("SUM", err)
+				}
+				total += v
+			}
+			fmt.Println("SUM", total)
+		case "remote":
+			h := athread.Create(ctx, echo, 100, athread.Attr{Place: athread.OnProc, Proc: 3})
+			addr, err := h.Addr(ctx)
+			if err != nil {
+				fmt.Println("ADDR", err)
+				return err
+			}
+			ep := rt.Node().NewThread()
+			var v uint64
+			for i := 0; i < 100; i++ {
+				if err := ep.Send(ctx, addr, 1, binary.LittleEndian.AppendUint64(nil, v)); err != nil {
+					return err
+				}
+				m, err := ep.Recv(ctx, addr, 2)
+				if err != nil {
+					return err
+				}
+				v = binary.LittleEndian.Uint64(m.Data)
+			}
+			n, err := h.Join(ctx)
+			fmt.Println("ECHO", addr.Proc, v, n, err)
+		case "panic":
+			_, err := athread.Create(ctx, boom, 5, athread.Attr{Place: athread.OnProc, Proc: 2}).Join(ctx)
+			var pe *athread.PanicError
+			fmt.Println("PANIC", errors.As(err, &pe), pe != nil && pe.Proc == 2, strings.Contains(fmt.Sprint(err), "index out of range"))
+		case "kill", "killidem":
+			var hs []*athread.Handle[int64]
+			idem := role == "killidem"
+			for i := int64(0); i < 200; i++ {
+				hs = append(hs, athread.Create(ctx, slow, work{N: i, Sleep: 5000}, athread.Attr{Idempotent: idem}))
+			}
+			var total int64
+			var firstErr error
+			for _, h := range hs {
+				v, err := h.Join(ctx)
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				total += v
+			}
+			c := rt.Counters()
+			fmt.Println("KILL", total, c.ReRuns, c.PeersLost, errors.Is(firstErr, pcor.ErrPeerDown), firstErr)
+		}
+		return nil
+	})
+	c := rt.Counters()
+	fmt.Printf("COUNTERS proc=%d run=%d remoteSteals=%d given=%d\n", rt.Proc(), c.TasksRun, c.RemoteSteals, c.Given)
+	if err != nil {
+		fmt.Println("RUN", err)
+		return 1
+	}
+	return 0
+}
+
+// pcorrun runs the test binary in role as n processes and returns its
+// output.
+func pcorrun(t *testing.T, n int, role string, env ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, pcorrunBin, "--keep-going", "-n", fmt.Sprint(n), os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), "ATHREAD_TEST_ROLE="+role), env...)
+	out, _ := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("pcorrun timed out:\n%s", out)
+	}
+	return string(out)
+}
+
+func line(out, prefix string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if i := strings.Index(l, "] "+prefix+" "); i >= 0 && strings.HasPrefix(l, "[0]") {
+			return l[i+2:]
+		}
+	}
+	return ""
+}
+
+// Threads of a registered function move between real processes (UDP) and
+// their results come back to the joins.
+func TestFibAcrossProcesses(t *testing.T) {
+	out := pcorrun(t, 4, "fib")
+	if got := line(out, "FIB"); got != "FIB 46368 <nil>" {
+		t.Fatalf("got %q:\n%s", got, out)
+	}
+	// Other processes ran stolen threads.
+	ran := 0
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "COUNTERS") && !strings.HasPrefix(l, "[0]") && !strings.Contains(l, "remoteSteals=0 ") {
+			ran++
+		}
+	}
+	if ran == 0 {
+		t.Fatalf("no process stole work:\n%s", out)
+	}
+}
+
+// Inputs and outputs cross processes through the Binary, Bytes, Gob and
+// Fixed codecs.
+func TestCodecsAcrossProcesses(t *testing.T) {
+	out := pcorrun(t, 4, "codecs")
+	for p := 0; p < 4; p++ {
+		want := fmt.Sprintf("(%d,%d) in process %d <nil>", p, -p, p)
+		if !strings.Contains(out, "[0] WHERE "+want) {
+			t.Fatalf("no %q:\n%s", want, out)
+		}
+	}
+	if got := line(out, "SUM"); got != fmt.Sprintf("SUM %d", 40*39/2+40*1000) {
+		t.Fatalf("got %q:\n%s", got, out)
+	}
+}
+
+// A thread started in another process with an endpoint of its own
+// exchanges messages with its creator, which then joins it.
+func TestRemoteThreadEndpoint(t *testing.T) {
+	out := pcorrun(t, 4, "remote")
+	if got := line(out, "ECHO"); got != "ECHO 3 100 100 <nil>" {
+		t.Fatalf("got %q:\n%s", got, out)
+	}
+}
+
+func TestRemotePanic(t *testing.T) {
+	out := pcorrun(t, 4, "panic")
+	if got := line(out, "PANIC"); got != "PANIC true true true" {
+		t.Fatalf("got %q:\n%s", got, out)
+	}
+}
+
+// A process registering one more function than the others is refused at
+// start-up, by every process, with the difference named.
+func TestRegistrationMismatch(t *testing.T) {
+	out := pcorrun(t, 3, "mismatch")
+	if !strings.Contains(out, `[2] START athread: registered functions differ between processes: process 2 against process 0: "extra" is registered here but not there`) {
+		t.Fatalf("process 2 did not report the difference:\n%s", out)
+	}
+	if !strings.Contains(out, `[0] START athread: registered functions differ between processes: process 0 against process 2: "extra" is registered there but not here`) {
+		t.Fatalf("process 0 did not report the difference:\n%s", out)
+	}
+}
+
+// A process killed while running stolen threads: their Joins fail naming
+// it, or idempotent threads run again elsewhere and the result is right.
+func TestKilledProcess(t *testing.T) {
+	var want int64
+	for i := int64(0); i < 200; i++ {
+		want += i * i
+	}
+	out := pcorrun(t, 4, "killidem", "ATHREAD_TEST_KILL=2")
+	got := line(out, "KILL")
+	var total, reruns, lost int64
+	var down bool
+	fmt.Sscanf(got, "KILL %d %d %d %t", &total, &reruns, &lost, &down)
+	if total != want || reruns < 1 || lost != 1 {
+		t.Fatalf("idempotent: got %q (want total %d, re-runs, 1 lost):\n%s", got, want, out)
+	}
+	out = pcorrun(t, 4, "kill", "ATHREAD_TEST_KILL=2")
+	got = line(out, "KILL")
+	if !strings.Contains(got, " true ") || !strings.Contains(got, `running in process 2, which is gone`) {
+		t.Fatalf("not idempotent: got %q:\n%s", got, out)
+	}
+}

@@ -1,0 +1,73 @@
+// Package athreadmain is the common start of the athread case studies:
+// flags for the trace and DAG files, the runtime (alone or under
+// pcorrun), and the counters at the end.
+package athreadmain
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/pcor-go/pcor/athread"
+)
+
+var (
+	traceFile = flag.String("trace", "", "write the execution trace (Chrome trace-event JSON) to this file")
+	dotFile   = flag.String("dot", "", "write the task graph (Graphviz DOT) to this file")
+	vps       = flag.Int("vps", 0, "VPs per process (default $ATHREAD_VPS, else GOMAXPROCS)")
+	timeout   = flag.Duration("timeout", 5*time.Minute, "give up after this long")
+	counters  = flag.Bool("counters", false, "print every process's counters at the end")
+)
+
+// Main parses the flags, starts the runtime, runs body in process 0 while
+// the other processes serve, writes the files asked for and exits.
+func Main(name string, body func(ctx context.Context, rt *athread.Runtime) error) {
+	flag.Parse()
+	if err := run(body); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
+
+func run(body func(ctx context.Context, rt *athread.Runtime) error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	rt, err := athread.FromEnv(ctx, athread.Config{VPs: *vps, Trace: *traceFile != "", DAG: *dotFile != ""})
+	if err != nil {
+		return err
+	}
+	defer rt.Close()
+	err = rt.Run(ctx, func(ctx context.Context) error { return body(ctx, rt) })
+	if *counters {
+		fmt.Printf("process %d counters: %+v\n", rt.Proc(), rt.Counters())
+	}
+	if err != nil || rt.Proc() != 0 {
+		return err
+	}
+	if *traceFile != "" {
+		if err := writeFile(*traceFile, rt.WriteTrace); err != nil {
+			return err
+		}
+	}
+	if *dotFile != "" {
+		if err := writeFile(*dotFile, rt.WriteDOT); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeFile(name string, write func(w io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
