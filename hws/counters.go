@@ -68,7 +68,9 @@ func (c *Counters) Write(w io.Writer) error {
 // Bound is Théorème 1's count of steals between groups under hws, without
 // its constant: g·(D + max_i W_i/p_g), for g groups of pg processes, a
 // critical path d and a largest block (subtree below the depth limit) of
-// work maxBlock, both in the same unit of work.
+// work maxBlock. The theorem counts time in steps that each allow one
+// steal; d and maxBlock are to be given in that unit (for instance as
+// durations divided by the round trip of a steal between groups).
 func Bound(g, pg int, d, maxBlock float64) float64 {
 	return float64(g) * (d + maxBlock/float64(pg))
 }

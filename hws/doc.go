@@ -23,9 +23,9 @@
 //
 // A Policy is pure decision code, driven the same way by the simulator
 // (package hws/sim) and by a runtime: the caller keeps the task stacks and
-// the messages; the policy says where a new task goes (Place), which stacks
-// an idle process takes its next task from (Order), whom it asks for work
-// (Next) and what a victim may give a thief (Serve).
+// the messages; the policy says where a new or stolen task goes (Place),
+// which stacks an idle process takes its next task from (Order), whom it
+// asks for work (Next) and what a victim may give a thief (Serve).
 //
 //   - random: an idle process asks a process chosen uniformly among all
 //     the others, and waits for the answer.
@@ -36,8 +36,8 @@
 //   - hws (hierarchical work stealing): tasks created above a depth limit
 //     are global and kept on the master's global stack; the others are
 //     local and never leave their group. Masters steal global tasks from
-//     each other (one asynchronous request outstanding) and turn them into
-//     local work for their group; members steal only inside their group.
+//     each other (one asynchronous request outstanding) and hand them down
+//     as local work to their group; members steal only inside their group.
 //
 // With hws the number of steals between groups is
 // O(g·(D + max_i W_i/p_g)) (g groups of p_g processes, D the critical path,

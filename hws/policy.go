@@ -97,14 +97,17 @@ func (p Policy) String() string {
 }
 
 // DefaultDepthLimit is the hws depth limit used for g groups: none (every
-// task local) for a single group, else ⌈log2 g⌉ + 3, which on a binary task
-// tree gives about eight global blocks per group, enough for the masters to
-// balance the groups while few tasks ever cross a slow link.
+// task local) for a single group, else ⌈log2 g⌉ + 7, which on a binary task
+// tree makes about 128 blocks per group: enough for the masters to balance
+// the groups (the last blocks, run inside one group each, are small) while
+// few tasks ever cross a slow link. In the simulator (Fibonacci, 4 to 64
+// groups of 2 to 16) fewer blocks left groups idle at the end, and more made
+// the masters' splitting of global tasks the bottleneck.
 func DefaultDepthLimit(groups int) int {
 	if groups <= 1 {
 		return 0
 	}
-	return bits.Len(uint(groups-1)) + 3
+	return bits.Len(uint(groups-1)) + 7
 }
 
 // Limit is the depth limit in force with groups g (hws), or 0.
@@ -118,11 +121,11 @@ func (p Policy) Limit(g *Groups) int {
 	return DefaultDepthLimit(g.Len())
 }
 
-// Place returns the stack a task created at depth by proc goes on: under
-// hws, tasks above the depth limit created by a master are global; every
-// other task is local. (A member never creates a global task once the
-// root runs on a master, since only masters run global tasks; should it,
-// the task stays local, inside its group.)
+// Place returns the stack a task of the given depth goes on when proc
+// creates it or receives it from a victim: under hws, tasks above the
+// depth limit are global on a master; every other task is local. A global
+// task a master hands down to a member thus becomes local work of the
+// group, and so do the tasks it creates.
 func (p Policy) Place(g *Groups, proc uint32, depth int) Stack {
 	if p.Kind == HWS && depth < p.Limit(g) && g.IsMaster(proc) {
 		return Global
@@ -133,20 +136,15 @@ func (p Policy) Place(g *Groups, proc uint32, depth int) Stack {
 var (
 	orderLocal       = []Stack{Local}
 	orderLocalGlobal = []Stack{Local, Global}
-	orderGlobalLocal = []Stack{Global, Local}
 )
 
 // Order returns the stacks proc takes its next task from, first to last,
-// before it steals. A hws master works on its local stack before opening
-// a new global task, unless its group is hungry (a member's steal from it
-// failed since it last opened one): then it opens a global task first, to
-// hand its group new local work. The slice is shared: do not modify it.
-func (p Policy) Order(g *Groups, proc uint32, hungry bool) []Stack {
+// before it steals, each time its newest task: a hws master works on its
+// local stack, then opens its newest global task. The slice is shared: do
+// not modify it.
+func (p Policy) Order(g *Groups, proc uint32) []Stack {
 	if p.Kind != HWS || !g.IsMaster(proc) {
 		return orderLocal
-	}
-	if hungry {
-		return orderGlobalLocal
 	}
 	return orderLocalGlobal
 }
@@ -210,17 +208,46 @@ func (p Policy) Next(g *Groups, t Thief, r *rand.Rand) (Steal, bool) {
 	return Steal{}, false
 }
 
-// Serve returns the stack a victim gives a task from for request s, or
-// false when the policy forbids the request: under hws a task on a local
-// stack never leaves its group, and only a master has a global stack.
-func (p Policy) Serve(g *Groups, victim uint32, s Steal) (Stack, bool) {
-	if p.Kind != HWS {
-		return Local, s.From == Local
+// Take names where a victim takes the task it gives: a stack, and which
+// end.
+type Take struct {
+	From Stack
+	// Newest takes the task most recently pushed; otherwise the oldest.
+	Newest bool
+	// MinDepth, if positive, restricts the take to a task at least that
+	// deep: the stack gives nothing when that task is shallower.
+	MinDepth int
+}
+
+var (
+	takeLocal  = []Take{{From: Local}}
+	takeGlobal = []Take{{From: Global}}
+)
+
+// Serve returns where a victim looks, in order, for the task it gives for
+// request s; none when the policy forbids the request. A thief is given
+// the oldest task of the victim's local stack, the one with the most work
+// under it. Under hws a task on a local stack never leaves its group; a
+// master gives another master its oldest global task, and a member of its
+// own group its oldest local task or, when it has none, its newest global
+// task if that one is at the last global depth (its children are local:
+// it becomes local work of the group; the larger global tasks stay for the
+// other groups). The slice is shared: do not modify it.
+func (p Policy) Serve(g *Groups, victim uint32, s Steal) []Take {
+	switch {
+	case p.Kind != HWS:
+		return takeLocal
+	case s.Wide:
+		if s.From == Global && g.IsMaster(victim) {
+			return takeGlobal
+		}
+		return nil
+	case g.IsMaster(victim):
+		if l := p.Limit(g); l > 0 {
+			return []Take{{From: Local}, {From: Global, Newest: true, MinDepth: l - 1}}
+		}
 	}
-	if s.From == Global {
-		return Global, g.IsMaster(victim)
-	}
-	return Local, !s.Wide
+	return takeLocal
 }
 
 // inGroup picks a uniformly random other process of group gi.

@@ -2,6 +2,7 @@ package hws
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -22,7 +23,7 @@ func TestParsePolicy(t *testing.T) {
 }
 
 func TestDefaultDepthLimit(t *testing.T) {
-	for g, want := range map[int]int{1: 0, 2: 4, 3: 5, 4: 5, 16: 7, 64: 9, 65: 10} {
+	for g, want := range map[int]int{1: 0, 2: 8, 3: 9, 4: 9, 16: 11, 64: 13, 65: 14} {
 		if got := DefaultDepthLimit(g); got != want {
 			t.Errorf("DefaultDepthLimit(%d) = %d, want %d", g, got, want)
 		}
@@ -116,9 +117,9 @@ func TestNextDeterministic(t *testing.T) {
 }
 
 func TestPlaceOrderServe(t *testing.T) {
-	g := Uniform(4, 2) // limit 5
-	h := Policy{Kind: HWS}
-	if h.Limit(g) != 5 || (Policy{Kind: HWS, DepthLimit: 2}).Limit(g) != 2 || (Policy{}).Limit(g) != 0 {
+	g := Uniform(4, 2) // default limit 9
+	h := Policy{Kind: HWS, DepthLimit: 5}
+	if (Policy{Kind: HWS}).Limit(g) != 9 || h.Limit(g) != 5 || (Policy{Kind: HWS, DepthLimit: 2}).Limit(g) != 2 || (Policy{}).Limit(g) != 0 {
 		t.Fatal("Limit")
 	}
 	for d := range 8 {
@@ -133,32 +134,29 @@ func TestPlaceOrderServe(t *testing.T) {
 			t.Errorf("depth %d: a member or another policy made a global task", d)
 		}
 	}
-	if o := h.Order(g, 2, false); len(o) != 2 || o[0] != Local || o[1] != Global {
+	if o := h.Order(g, 2); len(o) != 2 || o[0] != Local || o[1] != Global {
 		t.Errorf("master order %v", o)
 	}
-	if o := h.Order(g, 2, true); len(o) != 2 || o[0] != Global {
-		t.Errorf("hungry master order %v", o)
-	}
-	if o := h.Order(g, 3, true); len(o) != 1 || o[0] != Local {
+	if o := h.Order(g, 3); len(o) != 1 || o[0] != Local {
 		t.Errorf("member order %v", o)
 	}
 	for _, tc := range []struct {
 		p      Policy
 		victim uint32
 		s      Steal
-		from   Stack
-		ok     bool
+		want   []Take
 	}{
-		{h, 2, Steal{Wide: true, From: Global}, Global, true},
-		{h, 3, Steal{Wide: true, From: Global}, Global, false}, // a member has no global stack
-		{h, 3, Steal{Wide: true, From: Local}, Local, false},   // local tasks stay in the group
-		{h, 3, Steal{From: Local}, Local, true},
-		{Policy{Kind: Random}, 3, Steal{Wide: true}, Local, true},
-		{Policy{Kind: CRS}, 3, Steal{Wide: true, Async: true}, Local, true},
+		{h, 2, Steal{Wide: true, From: Global}, []Take{{From: Global}}},
+		{h, 3, Steal{Wide: true, From: Global}, nil}, // a member has no global stack
+		{h, 3, Steal{Wide: true, From: Local}, nil},  // local tasks stay in the group
+		{h, 2, Steal{Wide: true, From: Local}, nil},
+		{h, 3, Steal{From: Local}, []Take{{From: Local}}},
+		{h, 2, Steal{From: Local}, []Take{{From: Local}, {From: Global, Newest: true, MinDepth: 4}}}, // a master hands down
+		{Policy{Kind: Random}, 3, Steal{Wide: true}, []Take{{From: Local}}},
+		{Policy{Kind: CRS}, 3, Steal{Wide: true, Async: true}, []Take{{From: Local}}},
 	} {
-		from, ok := tc.p.Serve(g, tc.victim, tc.s)
-		if from != tc.from || ok != tc.ok {
-			t.Errorf("%v serve %+v at %d: %v %v, want %v %v", tc.p, tc.s, tc.victim, from, ok, tc.from, tc.ok)
+		if got := tc.p.Serve(g, tc.victim, tc.s); !slices.Equal(got, tc.want) {
+			t.Errorf("%v serve %+v at %d: %v, want %v", tc.p, tc.s, tc.victim, got, tc.want)
 		}
 	}
 }

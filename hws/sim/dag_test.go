@@ -1,0 +1,65 @@
+package sim
+
+import "testing"
+
+func TestDAGFigures(t *testing.T) {
+	b, err := Balanced(2, 2, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 3 inner tasks of 1+1 units, 4 leaves of 5; the path root, child,
+	// leaf costs 1+1+5+1+1.
+	if b.Len() != 7 || b.Work() != 26 || b.Span() != 9 {
+		t.Fatalf("tree 2^2: %d tasks, W=%d, D=%d", b.Len(), b.Work(), b.Span())
+	}
+	if n, m := b.Blocks(1); n != 2 || m != 12 {
+		t.Fatalf("blocks at depth 1: %d, largest %d", n, m)
+	}
+	if n, m := b.Blocks(0); n != 1 || m != 26 {
+		t.Fatalf("blocks at depth 0: %d, largest %d", n, m)
+	}
+	// The partial placements of 8 queens: 1+8+42+140+344+568+550+312+92.
+	q, err := NQueens(8, 8)
+	if err != nil || q.Len() != 2057 {
+		t.Fatalf("8-queens tree: %d tasks, %v", q.Len(), err)
+	}
+	// With a cutoff, the leaves carry the same placements as work.
+	q4, err := NQueens(8, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inner := int64(1 + 8 + 42 + 140)
+	if q4.Work() != 2*inner+(2057-inner) {
+		t.Fatalf("8-queens cut at row 4: W=%d", q4.Work())
+	}
+	// fib(k) below the cutoff costs its number of calls.
+	f, err := Fib(10, 20)
+	if err != nil || f.Len() != 1 || f.Work() != 177 {
+		t.Fatalf("fib(10) sequential: %d tasks, W=%d, %v", f.Len(), f.Work(), err)
+	}
+	f, err = Fib(5, 2) // calls(5) = 15 tasks: 7 inner, 8 leaves of 1
+	if err != nil || f.Len() != 15 || f.Work() != 22 || f.Span() != 9 {
+		t.Fatalf("fib(5): %d tasks, W=%d, D=%d, %v", f.Len(), f.Work(), f.Span(), err)
+	}
+	m, err := MatMul(4, 2)
+	if err != nil || m.Len() != 9 || m.Work() != 1+16+8*8 || m.arg[1] != 2*2*2*8 {
+		t.Fatalf("matmul 4/2: %d tasks, W=%d, %v", m.Len(), m.Work(), err)
+	}
+	u1, _ := Unbalanced(100000, 100, 3)
+	u2, _ := Unbalanced(100000, 100, 3)
+	if u1.Len() != u2.Len() || u1.Span() != u2.Span() || u1.Work() < 100000 {
+		t.Fatalf("unbalanced tree not deterministic: %d/%d tasks", u1.Len(), u2.Len())
+	}
+	for _, bad := range []func() (*DAG, error){
+		func() (*DAG, error) { return Fib(-1, 2) },
+		func() (*DAG, error) { return Fib(60, 2) },
+		func() (*DAG, error) { return Balanced(10, 10, 1) },
+		func() (*DAG, error) { return NQueens(17, 3) },
+		func() (*DAG, error) { return MatMul(6, 2) },
+		func() (*DAG, error) { return Unbalanced(10, 0, 1) },
+	} {
+		if _, err := bad(); err == nil {
+			t.Error("a bad DAG was accepted")
+		}
+	}
+}
