@@ -48,12 +48,17 @@ func (e *Engine) irecv(r *Request) {
 		r.complete(ErrClosed)
 		return
 	}
-	if r.srcProc != AnyProc && r.srcProc != e.cfg.Proc && e.peer(r.srcProc) == nil && e.downErr(r.srcProc) != nil {
-		s.mu.Unlock()
-		r.complete(e.downErr(r.srcProc))
-		return
-	}
 	m := e.table.post(s, r)
+	// A message that arrived before its sender went down is still
+	// received; only a receive nothing can satisfy any more fails.
+	if m == nil && r.srcProc != AnyProc && r.srcProc != e.cfg.Proc && e.peer(r.srcProc) == nil {
+		if err := e.downErr(r.srcProc); err != nil {
+			e.table.unpost(s, r)
+			s.mu.Unlock()
+			r.complete(err)
+			return
+		}
+	}
 	s.mu.Unlock()
 	if m != nil {
 		e.fillFromMCB(r, m)
