@@ -14,7 +14,8 @@ import (
 // (rank 0 with PCOR_COORD a local address nobody serves yet, or
 // PCOR_DIRECTORY=embed), and joins it, retrying while the directory is not
 // up yet, until ctx is done. The Server is nil unless this process serves
-// the directory; close the Client first, then the Server.
+// the directory; close the Client first, then the Server, whose Close
+// waits until the other members have gone too (ServerConfig.WaitForMembers).
 func Bootstrap(ctx context.Context, env Env, req JoinRequest, cfg ServerConfig) (*Client, *Server, error) {
 	if env.Coord == "" {
 		return nil, nil, ErrNoCoord
@@ -31,7 +32,7 @@ func Bootstrap(ctx context.Context, env Env, req JoinRequest, cfg ServerConfig) 
 		ln, err := net.Listen("tcp", env.Coord)
 		switch {
 		case err == nil:
-			cfg.JobKey, cfg.Size = env.JobKey, env.Size
+			cfg.JobKey, cfg.Size, cfg.WaitForMembers = env.JobKey, env.Size, true
 			if srv, err = NewServer(ln, cfg); err != nil {
 				ln.Close()
 				return nil, nil, err

@@ -45,8 +45,11 @@ type Client struct {
 
 	wmu sync.Mutex // serialises writes
 
+	size int // processes started with the application, from the welcome
+
 	mu      sync.Mutex
 	members map[uint32]Member
+	handled int           // members counted once OnEvent returned for their change
 	changed chan struct{} // closed and replaced on every change
 	pending []Event       // events not yet handed to the Events channel
 	byeSeen bool
@@ -140,6 +143,7 @@ func handshake(conn net.Conn, req JoinRequest) (*Client, error) {
 			interval: time.Duration(m.Interval) * time.Millisecond,
 			timeout:  time.Duration(m.Timeout) * time.Millisecond,
 			onEvent:  req.OnEvent,
+			size:     m.Size,
 			members:  make(map[uint32]Member, len(m.Members)),
 			changed:  make(chan struct{}),
 			events:   make(chan Event),
@@ -150,6 +154,7 @@ func handshake(conn net.Conn, req JoinRequest) (*Client, error) {
 		for _, mb := range m.Members {
 			c.members[mb.Proc] = mb
 		}
+		c.handled = len(c.members)
 		return c, nil
 	}
 }
@@ -167,6 +172,11 @@ func refusal(m *message) error {
 
 // Proc is the process id the directory gave this process.
 func (c *Client) Proc() uint32 { return c.proc }
+
+// Size is the number of processes started with the application, as the
+// directory was told by its launcher (0 when it was not told): the ranks
+// are 0 to Size-1, and processes joining later get ids at or above it.
+func (c *Client) Size() int { return c.size }
 
 // Members returns the cached membership (this process included), ordered by
 // process id.
@@ -213,7 +223,7 @@ func (c *Client) Err() error {
 func (c *Client) Wait(ctx context.Context, n int) error {
 	for {
 		c.mu.Lock()
-		have, ch := len(c.members), c.changed
+		have, ch := c.handled, c.changed
 		c.mu.Unlock()
 		if have >= n {
 			return nil
@@ -319,9 +329,10 @@ func (c *Client) apply(ev Event) {
 	if c.onEvent != nil {
 		c.onEvent(ev)
 	}
-	// Wake Wait only now, so that a Wait that returns has seen OnEvent
-	// handle every change it counted.
+	// Count the change for Wait only now, so that a Wait that returns
+	// has seen OnEvent handle every change it counted.
 	c.mu.Lock()
+	c.handled = len(c.members)
 	close(c.changed)
 	c.changed = make(chan struct{})
 	c.mu.Unlock()

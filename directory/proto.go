@@ -46,6 +46,9 @@ type message struct {
 	Host    string     `json:"host,omitempty"`
 	Ports   []PortInfo `json:"ports,omitempty"`
 	Members []Member   `json:"members,omitempty"`
+	// Size is the number of processes started with the application
+	// (welcome only; 0: not known).
+	Size int `json:"size,omitempty"`
 	// Interval and Timeout (milliseconds) tell the client how often to
 	// ping and after how much silence the session counts as lost.
 	Interval int64      `json:"interval,omitempty"`
@@ -104,6 +107,9 @@ func (m *message) validate() error {
 			if err := checkPorts(m.Members[i].Ports); err != nil {
 				return bad("member %d: %v", m.Members[i].Proc, err)
 			}
+		}
+		if m.Size < 0 || m.Size > math.MaxInt32 {
+			return bad("size %d", m.Size)
 		}
 		if m.Interval <= 0 || m.Timeout <= 0 || m.Interval > m.Timeout {
 			return bad("heartbeat interval %d ms, timeout %d ms", m.Interval, m.Timeout)

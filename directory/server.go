@@ -40,6 +40,12 @@ type ServerConfig struct {
 	// OnEvent, if set, is called with every membership change, in order.
 	// It must not block or call the Server.
 	OnEvent func(Event)
+	// WaitForMembers makes Close wait, before stopping, until every
+	// member has gone: left, closed its session, or been silent for
+	// HeartbeatTimeout. A directory served by one of the application's
+	// own processes then outlives every other member's orderly leave.
+	// Bootstrap sets it for the directory it serves.
+	WaitForMembers bool
 }
 
 func (c ServerConfig) withDefaults() ServerConfig {
@@ -66,6 +72,7 @@ type Server struct {
 	mu       sync.Mutex
 	members  map[uint32]*session
 	sessions map[*session]struct{}
+	gone     chan struct{} // closed and replaced whenever a member goes
 	closed   bool
 
 	wg   sync.WaitGroup
@@ -87,6 +94,7 @@ func NewServer(ln net.Listener, cfg ServerConfig) (*Server, error) {
 		ln:       ln,
 		members:  make(map[uint32]*session),
 		sessions: make(map[*session]struct{}),
+		gone:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}
 	s.wg.Add(1)
@@ -137,8 +145,37 @@ func (s *Server) Members() []Member {
 }
 
 // Close stops the server: the listener and every session are closed and
-// all its goroutines have ended when it returns. It is idempotent.
+// all its goroutines have ended when it returns. With WaitForMembers it
+// first waits until no member is left (see Shutdown). It is idempotent.
 func (s *Server) Close() error {
+	if s.cfg.WaitForMembers {
+		return s.Shutdown(context.Background())
+	}
+	return s.closeNow()
+}
+
+// Shutdown waits until every member has gone (left, closed its session,
+// or been silent for HeartbeatTimeout), still admitting joins meanwhile,
+// then stops the server as Close does. When ctx ends first it stops the
+// server at once and returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		n, gone, closed := len(s.members), s.gone, s.closed
+		s.mu.Unlock()
+		if n == 0 || closed {
+			return s.closeNow()
+		}
+		select {
+		case <-gone:
+		case <-ctx.Done():
+			s.closeNow()
+			return ctx.Err()
+		}
+	}
+}
+
+func (s *Server) closeNow() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -256,6 +293,7 @@ func (s *Server) join(ss *session, m *message) *message {
 		Type:     msgWelcome,
 		Proc:     &p,
 		Members:  s.snapshotLocked(),
+		Size:     s.cfg.Size,
 		Interval: millis(s.cfg.HeartbeatInterval),
 		Timeout:  millis(s.cfg.HeartbeatTimeout),
 	})
@@ -280,6 +318,8 @@ func (s *Server) drop(ss *session, reason string) {
 	ss.stop() // the writer flushes what is queued and closes the connection
 	if ss.joined && s.members[ss.member.Proc] == ss {
 		delete(s.members, ss.member.Proc)
+		close(s.gone)
+		s.gone = make(chan struct{})
 		if !s.closed {
 			s.broadcastLocked(Event{Kind: Left, Member: ss.member, Reason: reason}, ss)
 		}
