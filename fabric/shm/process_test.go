@@ -32,6 +32,9 @@ func TestMain(m *testing.M) {
 // reads slowly, and echoes the count it saw on standard output.
 func runRole(role string) int {
 	cfg := Config{Dir: os.Getenv("PCOR_SHM_TEST_DIR"), RingSize: MinRingSize, MaxDatagram: 4096}
+	if role == "echo" {
+		cfg = Config{Dir: cfg.Dir}
+	}
 	p, err := Listen(os.Getenv("PCOR_SHM_TEST_NAME"), cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -39,6 +42,13 @@ func runRole(role string) int {
 	}
 	fmt.Printf("READY %s\n", p.LocalEndpoint())
 	switch role {
+	case "echo":
+		to, err := p.ParseEndpoint(os.Getenv("PCOR_SHM_TEST_TO"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		return echoPeer(p, to)
 	case "sender":
 		to, err := p.ParseEndpoint(os.Getenv("PCOR_SHM_TEST_TO"))
 		if err != nil {
@@ -69,6 +79,16 @@ func runRole(role string) int {
 // spawn starts the test binary in role behind prefix and returns it and the
 // endpoint it printed.
 func spawn(t *testing.T, prefix []string, role string, env ...string) (*exec.Cmd, string) {
+	t.Helper()
+	return spawnIn(t, prefix, role, env...)
+}
+
+func spawnB(b *testing.B, role string, env ...string) (*exec.Cmd, string) {
+	b.Helper()
+	return spawnIn(b, nil, role, env...)
+}
+
+func spawnIn(t testing.TB, prefix []string, role string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	argv := append(append([]string(nil), prefix...), os.Args[0], "-test.run=^$")
 	cmd := exec.Command(argv[0], argv[1:]...)

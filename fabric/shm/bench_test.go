@@ -1,0 +1,99 @@
+package shm
+
+import (
+	"testing"
+
+	"github.com/pcor-go/pcor/fabric"
+)
+
+// echoPeer is the "echo" role: it sends every datagram back to
+// PCOR_SHM_TEST_TO, polling without sleeping.
+func echoPeer(p *Port, to fabric.Endpoint) int {
+	msgs := make([][]byte, p.BatchSize())
+	dgs := make([]fabric.Datagram, p.BatchSize())
+	for {
+		n, err := p.Poll(msgs)
+		if err != nil {
+			return 1
+		}
+		for i, m := range msgs[:n] {
+			dgs[i] = fabric.Datagram{Body: m, To: to}
+		}
+		if n > 0 {
+			if _, err := p.Send(dgs[:n]); err != nil {
+				return 1
+			}
+		}
+	}
+}
+
+// BenchmarkRoundTrip measures a 1-byte round trip to an echo process, both
+// sides polling: the fabric's own latency, below any engine.
+func BenchmarkRoundTrip(b *testing.B) {
+	dir := testDir(b)
+	p := listen(b, dir, "a", Config{})
+	_, ep := spawnB(b, "echo", "PCOR_SHM_TEST_DIR="+dir, "PCOR_SHM_TEST_NAME=e", "PCOR_SHM_TEST_TO="+p.LocalEndpoint().String())
+	to, err := p.ParseEndpoint(ep)
+	if err != nil {
+		b.Fatal(err)
+	}
+	msgs := make([][]byte, 1)
+	one := []fabric.Datagram{{Body: []byte{1}, To: to}}
+	rt := func() {
+		if _, err := p.Send(one); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			n, err := p.Poll(msgs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n == 1 {
+				return
+			}
+		}
+	}
+	for i := 0; i < 1000; i++ {
+		rt()
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rt()
+	}
+}
+
+// BenchmarkStream measures one-way throughput of 64 KB datagrams to a
+// receiving goroutine, beside BenchmarkMemmove of the same bytes.
+func BenchmarkStream(b *testing.B) {
+	dir := testDir(b)
+	a, r := listen(b, dir, "a", Config{}), listen(b, dir, "r", Config{})
+	body := make([]byte, DefaultMaxDatagram)
+	b.SetBytes(int64(len(body)))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		msgs := make([][]byte, r.BatchSize())
+		for got := 0; got < b.N; {
+			n, err := r.Receive(msgs)
+			if err != nil {
+				return
+			}
+			got += n
+		}
+	}()
+	dg := []fabric.Datagram{{Body: body, To: r.LocalEndpoint()}}
+	for i := 0; i < b.N; i++ {
+		if _, err := a.Send(dg); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-done
+}
+
+func BenchmarkMemmove(b *testing.B) {
+	src, dst := make([]byte, DefaultMaxDatagram), make([]byte, DefaultMaxDatagram)
+	b.SetBytes(int64(len(src)))
+	for i := 0; i < b.N; i++ {
+		copy(dst, src)
+	}
+}
