@@ -29,6 +29,8 @@ func (th *thread[I, O]) run(ctx context.Context) error {
 	return err
 }
 
+func (th *thread[I, O]) label() string { return th.f.label }
+
 func (th *thread[I, O]) packIn(buf []byte) ([]byte, error)  { return th.f.in.Append(buf, th.in) }
 func (th *thread[I, O]) packOut(buf []byte) ([]byte, error) { return th.f.out.Append(buf, th.out) }
 
@@ -82,7 +84,11 @@ func Create[I, O any](ctx context.Context, f *Func[I, O], in I, attr ...Attr) *H
 
 // Go starts a thread running the closure fn, in this process only.
 func Go[O any](ctx context.Context, fn func(ctx context.Context) (O, error)) *Handle[O] {
-	th := &thread[struct{}, O]{f: &Func[struct{}, O]{fn: func(ctx context.Context, _ struct{}) (O, error) { return fn(ctx) }}}
+	return goLabel(ctx, "go", fn)
+}
+
+func goLabel[O any](ctx context.Context, label string, fn func(ctx context.Context) (O, error)) *Handle[O] {
+	th := &thread[struct{}, O]{f: &Func[struct{}, O]{label: label, fn: func(ctx context.Context, _ struct{}) (O, error) { return fn(ctx) }}}
 	th.t.self = th
 	start(ctx, &th.t, Attr{Place: Here})
 	return &th.Handle

@@ -23,6 +23,9 @@ const (
 	sendTimeout       = 30 * time.Second
 	maxForwardHops    = 8
 	startTimeout      = 30 * time.Second
+	// hungryFor is how long a thief told there was no work is remembered
+	// as wanting some.
+	hungryFor = 50 * time.Millisecond
 )
 
 // origin is where a thread that came from another process must send its
@@ -61,6 +64,7 @@ type cluster struct {
 	procs     []pcor.ProcID // live, sorted, self included
 	outst     map[uint64]*task
 	nextKey   uint64
+	hungry    map[pcor.ProcID]time.Time // thieves told there was no work, and when
 	traceFrom map[pcor.ProcID][]chromeEvent
 	traceWait chan pcor.ProcID
 
@@ -74,7 +78,7 @@ type cluster struct {
 func newCluster(ctx context.Context, rt *Runtime) (*cluster, error) {
 	c := &cluster{rt: rt, node: rt.node, svc: rt.cfg.ServiceThread, pol: rt.cfg.Policy,
 		out: make(chan outMsg, 1024), want: make(chan struct{}, 1), replyc: make(chan uint32, 16),
-		done: make(chan struct{}), outst: map[uint64]*task{},
+		done: make(chan struct{}), outst: map[uint64]*task{}, hungry: map[pcor.ProcID]time.Time{},
 		traceFrom: map[pcor.ProcID][]chromeEvent{}, traceWait: make(chan pcor.ProcID, 64)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	procs := slices.Clone(rt.cfg.Procs)
@@ -204,23 +208,57 @@ func (c *cluster) send(to pcor.ProcID, tag pcor.Tag, data []byte) {
 	}
 }
 
+// sender sends the runtime's messages without waiting for each to be
+// accepted (a blocking Send per message would put a round trip between
+// consecutive messages); completed sends are reaped as it goes, and a send
+// that failed because its destination is gone marks the peer down.
 func (c *cluster) sender() {
 	defer c.wg.Done()
 	t := c.node.Thread(c.svc)
-	for {
-		select {
-		case <-c.ctx.Done():
-			return
-		case m := <-c.out:
-			ctx, cancel := context.WithTimeout(c.ctx, sendTimeout)
-			err := t.Send(ctx, pcor.Addr{Proc: m.to, Thread: c.svc}, m.tag, m.data)
-			cancel()
+	type pending struct {
+		req  *pcor.Request
+		to   pcor.ProcID
+		size int
+	}
+	var inflight []pending
+	reap := func() {
+		kept := inflight[:0]
+		for _, p := range inflight {
+			done, err := p.req.Test()
+			if !done {
+				kept = append(kept, p)
+				continue
+			}
 			if err == nil {
-				c.bytesOut.Add(uint64(len(m.data)))
+				c.bytesOut.Add(uint64(p.size))
 			} else if errors.Is(err, pcor.ErrPeerDown) || errors.Is(err, pcor.ErrUnreachable) {
-				c.peerDown(m.to, err)
+				c.peerDown(p.to, err)
 			}
 		}
+		clear(inflight[len(kept):])
+		inflight = kept
+	}
+	for {
+		if len(inflight) == 0 {
+			select {
+			case <-c.ctx.Done():
+				return
+			case m := <-c.out:
+				inflight = append(inflight, pending{t.Isend(pcor.Addr{Proc: m.to, Thread: c.svc}, m.tag, m.data), m.to, len(m.data)})
+			}
+		} else {
+			select {
+			case <-c.ctx.Done():
+				for _, p := range inflight {
+					p.req.Cancel()
+				}
+				return
+			case m := <-c.out:
+				inflight = append(inflight, pending{t.Isend(pcor.Addr{Proc: m.to, Thread: c.svc}, m.tag, m.data), m.to, len(m.data)})
+			case <-time.After(time.Millisecond):
+			}
+		}
+		reap()
 	}
 }
 
@@ -300,8 +338,43 @@ func (c *cluster) offer(t *task) bool {
 	t.class = cl
 	t.inBytes = in
 	c.rt.pool.put(t)
-	c.rt.wakeOne()
+	if !c.feedHungry() {
+		c.rt.wakeOne()
+	}
 	return true
+}
+
+// feedHungry hands an offered thread at once to a process that recently
+// asked for work and got none, rather than letting it find the work on its
+// next request. It reports whether it gave one.
+func (c *cluster) feedHungry() bool {
+	c.mu.Lock()
+	if len(c.hungry) == 0 {
+		c.mu.Unlock()
+		return false
+	}
+	var thief pcor.ProcID
+	var since time.Time
+	for p, t := range c.hungry {
+		if since.IsZero() || t.Before(since) {
+			thief, since = p, t
+		}
+	}
+	delete(c.hungry, thief)
+	c.mu.Unlock()
+	if time.Since(since) > hungryFor {
+		return false
+	}
+	t := c.rt.pool.give(func(t *task) bool { return c.pol.Allow(thief, c.info(t)) })
+	if t == nil {
+		return false
+	}
+	c.handOut(t, thief, 0, 0)
+	return true
+}
+
+func (c *cluster) info(t *task) TaskInfo {
+	return TaskInfo{Func: t.fn.name, Depth: int(t.depth), Cost: t.attr.Cost, Size: len(t.inBytes), Class: t.class, Owner: c.rt.proc}
 }
 
 // spawn starts t in process t.attr.Proc (Place OnProc).
@@ -456,10 +529,7 @@ func (c *cluster) handle(m pcor.Message) {
 			return
 		}
 		c.stealsServed.Add(1)
-		t := rt.pool.give(func(t *task) bool {
-			return c.pol.Allow(req.thief, TaskInfo{Func: t.fn.name, Depth: int(t.depth), Cost: t.attr.Cost,
-				Size: len(t.inBytes), Class: t.class, Owner: rt.proc})
-		})
+		t := rt.pool.give(func(t *task) bool { return c.pol.Allow(req.thief, c.info(t)) })
 		if t != nil && slices.Contains(c.live(), req.thief) {
 			c.handOut(t, req.thief, req.seq, 0)
 			return
@@ -475,6 +545,9 @@ func (c *cluster) handle(m pcor.Message) {
 				return
 			}
 		}
+		c.mu.Lock()
+		c.hungry[req.thief] = time.Now()
+		c.mu.Unlock()
 		c.send(req.thief, tagNoWork, binary.LittleEndian.AppendUint32(nil, req.seq))
 	case tagNoWork:
 		if len(m.Data) == 4 {
@@ -589,6 +662,15 @@ func (c *cluster) reply(t *task, err error) {
 		rm.status, rm.payload = resultErr, []byte(err.Error())
 	}
 	c.resultsOut.Add(1)
+	if t.endpt != nil && t.attr.Place == OnProc {
+		// A thread of its own goroutine sends its result itself.
+		ctx, cancel := context.WithTimeout(c.ctx, sendTimeout)
+		err := t.endpt.Send(ctx, pcor.Addr{Proc: t.from.proc, Thread: c.svc}, tagResult, rm.append(nil))
+		cancel()
+		if err == nil {
+			return
+		}
+	}
 	c.send(t.from.proc, tagResult, rm.append(nil))
 }
 

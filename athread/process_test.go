@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -76,6 +77,8 @@ var (
 	summer *athread.Func[sample, int64]
 	echo   *athread.Func[int, int]
 	boom   *athread.Func[int, int]
+	nop    *athread.Func[int64, int64]
+	stamp  *athread.Func[int64, [2]int64]
 )
 
 func init() {
@@ -130,6 +133,116 @@ func init() {
 	}, athread.Fixed[int](), athread.Fixed[int]())
 }
 
+func init() {
+	nop = athread.Register("nop", func(ctx context.Context, v int64) (int64, error) { return v + 1, nil },
+		athread.Fixed[int64](), athread.Fixed[int64]())
+	stamp = athread.Register("stamp", func(ctx context.Context, busy int64) ([2]int64, error) {
+		started := time.Now().UnixNano()
+		for time.Since(time.Unix(0, started)) < time.Duration(busy) {
+		}
+		return [2]int64{int64(athread.Proc(ctx)), started}, nil
+	}, athread.Fixed[int64](), athread.Fixed[[2]int64]())
+}
+
+func medianInt(v []int64) int64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// benchRemote times remote threads against pcor round trips, interleaved.
+func benchRemote(ctx context.Context, rt *athread.Runtime) error {
+	const rounds, per, warm = 21, 100, 100
+	h := athread.Create(ctx, echo, rounds*per+warm, athread.Attr{Place: athread.OnProc, Proc: 1})
+	addr, err := h.Addr(ctx)
+	if err != nil {
+		return err
+	}
+	ep := rt.Node().NewThread()
+	buf := make([]byte, 8)
+	roundTrip := func() error {
+		if err := ep.Send(ctx, addr, 1, buf); err != nil {
+			return err
+		}
+		_, err := ep.Recv(ctx, addr, 2)
+		return err
+	}
+	remote := func() error {
+		_, err := athread.Create(ctx, nop, 1, athread.Attr{Place: athread.OnProc, Proc: 1}).Join(ctx)
+		return err
+	}
+	for i := 0; i < warm; i++ {
+		if err := roundTrip(); err != nil {
+			return err
+		}
+		if err := remote(); err != nil {
+			return err
+		}
+	}
+	var th, rtt []int64
+	for r := 0; r < rounds; r++ {
+		start := time.Now()
+		for i := 0; i < per; i++ {
+			if err := remote(); err != nil {
+				return err
+			}
+		}
+		th = append(th, int64(time.Since(start))/per)
+		start = time.Now()
+		for i := 0; i < per; i++ {
+			if err := roundTrip(); err != nil {
+				return err
+			}
+		}
+		rtt = append(rtt, int64(time.Since(start))/per)
+	}
+	if _, err := h.Join(ctx); err != nil {
+		return err
+	}
+	fmt.Printf("REMOTE thread=%d roundtrip=%d threads=%v roundtrips=%v\n", medianInt(th), medianInt(rtt), th, rtt)
+	return nil
+}
+
+// benchHandOut measures how long process 0, starting with all the work,
+// takes to hand threads to its 3 idle peers: each thread reports where
+// and when it started.
+func benchHandOut(ctx context.Context, rt *athread.Runtime) error {
+	var all, first []int64
+	for r := 0; r < 11; r++ {
+		time.Sleep(20 * time.Millisecond) // let the peers go idle
+		start := time.Now().UnixNano()
+		var hs []*athread.Handle[[2]int64]
+		for i := 0; i < 64; i++ {
+			hs = append(hs, athread.Create(ctx, stamp, int64(2*time.Millisecond)))
+		}
+		earliest := map[int64]int64{}
+		for _, h := range hs {
+			v, err := h.Join(ctx)
+			if err != nil {
+				return err
+			}
+			if e, ok := earliest[v[0]]; v[0] != 0 && (!ok || v[1] < e) {
+				earliest[v[0]] = v[1]
+			}
+		}
+		if len(earliest) < 3 {
+			fmt.Printf("HANDOUT round %d: only %d peers got work\n", r, len(earliest))
+			all = append(all, int64(time.Hour))
+			continue
+		}
+		var lo, hi int64 = 1 << 62, 0
+		for _, e := range earliest {
+			lo, hi = min(lo, e-start), max(hi, e-start)
+		}
+		all, first = append(all, hi), append(first, lo)
+	}
+	if len(first) == 0 {
+		first = []int64{int64(time.Hour)}
+	}
+	fmt.Printf("HANDOUT all3=%d first=%d all3s=%v\n", medianInt(all), medianInt(first), all)
+	return nil
+}
+
 func runRole(role string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -145,6 +258,10 @@ func runRole(role string) int {
 	defer rt.Close()
 	err = rt.Run(ctx, func(ctx context.Context) error {
 		switch role {
+		case "benchremote":
+			return benchRemote(ctx, rt)
+		case "benchhandout":
+			return benchHandOut(ctx, rt)
 		case "fib":
 			v, err := athread.Create(ctx, fib, 24).Join(ctx)
 			fmt.Println("FIB", v, err)

@@ -63,12 +63,7 @@ func newRecorder(trace, dag bool) *recorder {
 	return r
 }
 
-func (r *recorder) name(t *task) string {
-	if t.fn != nil {
-		return t.fn.name
-	}
-	return "thread"
-}
+func (r *recorder) name(t *task) string { return t.self.label() }
 
 // fork records that the thread running in c (the main program when c is
 // nil) created t.

@@ -118,10 +118,11 @@ func compareRegistries(mine, theirs string) string {
 // made by Local runs only in the process that created the thread (Anahy's
 // NULL pack/unpack).
 type Func[I, O any] struct {
-	fn   func(ctx context.Context, in I) (O, error)
-	in   Codec[I]
-	out  Codec[O]
-	info *funcInfo
+	fn    func(ctx context.Context, in I) (O, error)
+	label string // for the DAG and trace of unregistered functions
+	in    Codec[I]
+	out   Codec[O]
+	info  *funcInfo
 }
 
 // Name is the registered name ("" for a local function).
@@ -135,7 +136,7 @@ func (f *Func[I, O]) Name() string {
 // Local makes a Func that never leaves the process that creates its
 // threads.
 func Local[I, O any](fn func(ctx context.Context, in I) (O, error)) *Func[I, O] {
-	return &Func[I, O]{fn: fn}
+	return &Func[I, O]{fn: fn, label: "local"}
 }
 
 // Register registers fn in DefaultRegistry under name, with codecs for its
@@ -152,7 +153,7 @@ func RegisterIn[I, O any](r *Registry, name string, fn func(ctx context.Context,
 	if in == nil || out == nil {
 		panic(fmt.Sprintf("athread: Register(%q) needs both codecs", name))
 	}
-	f := &Func[I, O]{fn: fn, in: in, out: out}
+	f := &Func[I, O]{fn: fn, in: in, out: out, label: name}
 	f.info = &funcInfo{
 		name: name,
 		sig: fmt.Sprintf("func(%s) %s codecs %s %s", reflect.TypeFor[I](), reflect.TypeFor[O](),

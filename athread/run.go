@@ -48,14 +48,15 @@ func FromEnv(ctx context.Context, cfg Config) (*Runtime, error) {
 }
 
 // Run runs main in process 0 and serves the other processes until process
-// 0 has finished: in process 0 it calls main with a context carrying the
-// runtime (threads created from it may run anywhere), then tells the other
+// 0 has finished: in process 0 it runs main as a thread of its own on a VP
+// (so that its joins run other threads rather than wait), then tells the other
 // processes the run is over and collects their traces; in the others it
 // returns when process 0 says so, is gone, or ctx ends. In a
 // single-process runtime it just calls main.
 func (rt *Runtime) Run(ctx context.Context, main func(ctx context.Context) error) error {
 	if rt.cl == nil || rt.proc == 0 {
-		err := main(WithRuntime(ctx, rt))
+		ctx := WithRuntime(ctx, rt)
+		_, err := goLabel(ctx, "run", func(ctx context.Context) (struct{}, error) { return struct{}{}, main(ctx) }).Join(ctx)
 		if rt.cl != nil {
 			rt.cl.endRun(ctx)
 		}

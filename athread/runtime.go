@@ -75,6 +75,8 @@ type Runtime struct {
 	rec     *recorder
 	epoch   time.Time
 	ownNode bool
+	// restoreProcs is the GOMAXPROCS to restore on Close (0: unchanged).
+	restoreProcs int
 }
 
 // New starts a runtime. With a Node it first checks, with every other
@@ -105,8 +107,18 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if rt.node != nil {
 		rt.proc = rt.node.Proc()
+		// The service goroutines (requests for work, results) must not
+		// wait behind busy VPs for a P until the Go scheduler preempts
+		// one (10 ms): give them one of their own.
+		if p := runtime.GOMAXPROCS(0); p <= cfg.VPs {
+			rt.restoreProcs = p
+			runtime.GOMAXPROCS(cfg.VPs + 1)
+		}
 		cl, err := newCluster(ctx, rt)
 		if err != nil {
+			if rt.restoreProcs > 0 {
+				runtime.GOMAXPROCS(rt.restoreProcs)
+			}
 			rt.cancel()
 			return nil, err
 		}
@@ -163,6 +175,9 @@ func (rt *Runtime) Close() error {
 		rt.drain()
 		if rt.ownNode {
 			rt.node.Close()
+		}
+		if rt.restoreProcs > 0 {
+			runtime.GOMAXPROCS(rt.restoreProcs)
 		}
 	})
 	return nil

@@ -22,6 +22,7 @@ const (
 // and output for other processes.
 type runner interface {
 	run(ctx context.Context) error
+	label() string
 	packIn(buf []byte) ([]byte, error)
 	packOut(buf []byte) ([]byte, error)
 	unpackOut(data []byte) error

@@ -94,11 +94,12 @@ func TestTreeFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 1 + 2 + 4 + 8 threads below main; inner threads have 5 tasks.
-	if n := strings.Count(string(d), "subgraph cluster_t"); n != 16 {
+	// main, the run thread, and 1 + 2 + 4 + 8 tree threads; inner tree
+	// threads have 5 tasks.
+	if n := strings.Count(string(d), "subgraph cluster_t"); n != 17 {
 		t.Fatalf("%d threads in the graph:\n%s", n, d)
 	}
-	if !strings.Contains(string(d), "t1_4") || !strings.Contains(string(d), "style=dotted") {
+	if !strings.Contains(string(d), "t2_4") || !strings.Contains(string(d), "style=dotted") {
 		t.Fatalf("graph without the joins:\n%s", d)
 	}
 	tr, err := os.ReadFile(trace)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/pcor-go/pcor/athread"
@@ -20,14 +21,25 @@ var (
 	vps       = flag.Int("vps", 0, "VPs per process (default $ATHREAD_VPS, else GOMAXPROCS)")
 	timeout   = flag.Duration("timeout", 5*time.Minute, "give up after this long")
 	counters  = flag.Bool("counters", false, "print every process's counters at the end")
+	cpuprof   = flag.String("cpuprofile", "", "write a CPU profile of this process to this file")
 )
 
 // Main parses the flags, starts the runtime, runs body in process 0 while
 // the other processes serve, writes the files asked for and exits.
 func Main(name string, body func(ctx context.Context, rt *athread.Runtime) error) {
 	flag.Parse()
+	if *cpuprof != "" {
+		f, err := os.Create(*cpuprof)
+		if err == nil {
+			pprof.StartCPUProfile(f)
+			defer func() { pprof.StopCPUProfile(); f.Close() }()
+		}
+	}
 	if err := run(body); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		if *cpuprof != "" {
+			pprof.StopCPUProfile()
+		}
 		os.Exit(1)
 	}
 }
