@@ -12,6 +12,12 @@ import (
 	"errors"
 )
 
+// MaxDatagramSize is the largest datagram any fabric carries: the largest
+// UDP payload of an IPv4 datagram (65,535 bytes less the 20-byte IPv4 and
+// 8-byte UDP headers). Fabrics that could carry more (RDMA, memory) keep to
+// it, so that a message is cut the same way on every path.
+const MaxDatagramSize = 65535 - 20 - 8
+
 // ErrClosed is returned by a Port's methods once the port is closed.
 var ErrClosed = errors.New("fabric: port closed")
 

@@ -8,17 +8,19 @@ import (
 	"sync/atomic"
 
 	"github.com/pcor-go/pcor/directory"
+	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/fabric/udp"
 	"github.com/pcor-go/pcor/internal/engine"
 	"github.com/pcor-go/pcor/routing"
 )
 
 // Datagram limits assumed for the hops of a multi-hop route after the
-// first, whose MTU this process cannot measure: a whole UDP payload on
+// first, whose MTU this process cannot measure: a whole datagram on
 // loopback and on RDMA, else what a 1,500-byte Ethernet link carries.
-const (
-	largeDatagram = 65507
-	eth4Datagram  = 1500 - 20 - 8
-	eth6Datagram  = 1500 - 40 - 8
+var (
+	largeDatagram = fabric.MaxDatagramSize
+	eth4Datagram  = udp.PayloadForMTU(udp.EthernetMTU, false)
+	eth6Datagram  = udp.PayloadForMTU(udp.EthernetMTU, true)
 )
 
 // ReasonNoPath is the Reason of the UnreachableError that fails pending

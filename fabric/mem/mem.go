@@ -12,7 +12,7 @@ import (
 )
 
 // DefaultMaxDatagram is the largest datagram a mem port carries by default.
-const DefaultMaxDatagram = 65507
+const DefaultMaxDatagram = fabric.MaxDatagramSize
 
 // DefaultQueue is the number of datagrams a port holds before dropping.
 const DefaultQueue = 4096

@@ -3,6 +3,7 @@ package rdma
 import (
 	"time"
 
+	"github.com/pcor-go/pcor/fabric"
 	"github.com/pcor-go/pcor/internal/verbs"
 )
 
@@ -41,8 +42,9 @@ type Config struct {
 // BufSize is the size of a pool buffer.
 const BufSize = 64 << 10
 
-// MaxDatagram is the largest datagram a Port carries.
-const MaxDatagram = 65507
+// MaxDatagram is the largest datagram a Port carries: the fabric-wide
+// limit, although one RC SEND could carry a whole BufSize.
+const MaxDatagram = fabric.MaxDatagramSize
 
 func (c Config) withDefaults() Config {
 	if c.Port == 0 {

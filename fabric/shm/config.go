@@ -3,6 +3,8 @@ package shm
 import (
 	"fmt"
 	"os"
+
+	"github.com/pcor-go/pcor/fabric"
 )
 
 // Limits and defaults of a port's segment.
@@ -14,8 +16,9 @@ const (
 	DefaultSlots = 64
 	// DefaultRingSize is the ring of one sender in bytes.
 	DefaultRingSize = 2 << 20
-	// DefaultMaxDatagram matches the largest fragment of the wire format.
-	DefaultMaxDatagram = 65507
+	// DefaultMaxDatagram is the largest datagram of any fabric, which is
+	// also the largest fragment the engine sends.
+	DefaultMaxDatagram = fabric.MaxDatagramSize
 	// DefaultBatchSize is the number of datagrams per Send or Receive.
 	DefaultBatchSize = 64
 	// DefaultSpin is how many empty looks a blocking Receive takes,

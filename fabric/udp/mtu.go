@@ -13,15 +13,9 @@ import (
 	"github.com/pcor-go/pcor/fabric"
 )
 
-// Header sizes and the largest UDP payloads.
 const (
-	ipv4Overhead = 20 + 8 // IPv4 + UDP headers
-	ipv6Overhead = 40 + 8 // IPv6 + UDP headers
-	// MaxPayload is the largest UDP payload an IPv4 datagram carries, and
-	// the largest total a GSO send may carry.
-	MaxPayload = 65535 - ipv4Overhead
 	// fallbackMTU is assumed when the route MTU cannot be read.
-	fallbackMTU = 1500
+	fallbackMTU = EthernetMTU
 	// mtuTTL is how long a probed MTU is cached in an Endpoint.
 	mtuTTL = 30 * time.Second
 )

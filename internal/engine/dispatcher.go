@@ -313,7 +313,7 @@ func (pt *port) flush() {
 			continue
 		}
 		h := wire.Header{Kind: wire.Busy, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(br.p.proc),
-			SrcThread: br.h.DstThread, DstThread: br.h.SrcThread, MsgID: br.h.MsgID, Seq: br.h.Seq, Hops: 8,
+			SrcThread: br.h.DstThread, DstThread: br.h.SrcThread, MsgID: br.h.MsgID, Seq: br.h.Seq, Hops: wire.DefaultHops,
 			SrcInc: e.inc, DstInc: br.p.inc.Load()}
 		b := e.getBatch()
 		head := b.heads[0][:]
@@ -357,7 +357,7 @@ func (pt *port) flush() {
 		i := len(b.dgs)
 		buf := b.heads[i][:]
 		body := pt.ackBody.Put(b.ackScratch(i))
-		h := wire.Header{Kind: wire.Ack, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(p.proc), Hops: 8,
+		h := wire.Header{Kind: wire.Ack, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(p.proc), Hops: wire.DefaultHops,
 			SrcInc: e.inc, DstInc: p.inc.Load()}
 		h.Encode(buf, body)
 		b.dgs = append(b.dgs, fabric.Datagram{Head: buf, Body: body, To: rt.ep})
@@ -410,7 +410,7 @@ func (pt *port) forward(h *wire.Header, pkt []byte) {
 		pt.c.drops[DropTooBig].Add(1)
 		return
 	}
-	pkt[5] = h.Hops - 1
+	wire.SetHops(pkt, h.Hops-1)
 	pt.fwd = append(pt.fwd, fabric.Datagram{Head: pkt, To: rt.ep})
 	pt.fwdPorts = append(pt.fwdPorts, rt.port)
 	pt.c.forwarded.Add(1)
@@ -472,7 +472,7 @@ func (p *peer) sendAck(a *wire.AckBody) {
 	b := e.getBatch()
 	body := a.Put(b.ackScratch(0))
 	head := b.heads[0][:]
-	h := wire.Header{Kind: wire.Ack, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(p.proc), Hops: 8,
+	h := wire.Header{Kind: wire.Ack, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(p.proc), Hops: wire.DefaultHops,
 		SrcInc: e.inc, DstInc: p.inc.Load()}
 	h.Encode(head, body)
 	b.dgs = append(b.dgs, fabric.Datagram{Head: head, Body: body, To: rt.ep})

@@ -185,7 +185,7 @@ func (p *peer) build(b *batch, rt *route, en *txEntry) {
 	h := wire.Header{
 		Kind:      en.kind,
 		JobKey:    p.e.cfg.JobKey,
-		Hops:      8,
+		Hops:      wire.DefaultHops,
 		SrcInc:    p.e.inc,
 		DstInc:    p.inc.Load(),
 		SrcProc:   uint32(p.e.cfg.Proc),
@@ -305,6 +305,10 @@ func (p *peer) onTimer() {
 	p.pump()
 }
 
+// dupAckThreshold is how far the selective acknowledgements must reach
+// past a fragment before it counts as lost (TCP's three duplicate acks).
+const dupAckThreshold = 3
+
 // onAck applies an acknowledgement from the peer.
 func (p *peer) onAck(a *wire.AckBody, pt *port) {
 	e := p.e
@@ -364,7 +368,7 @@ func (p *peer) onAck(a *wire.AckBody, pt *port) {
 		var first uint64
 		for i := 0; i < t.rlen; i++ {
 			en := t.at(i)
-			if en.seq+3 >= highest {
+			if en.seq+dupAckThreshold >= highest {
 				break
 			}
 			if en.sacked || en.need || en.sentAt == 0 {

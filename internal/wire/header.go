@@ -40,6 +40,8 @@ import (
 	"errors"
 
 	"github.com/cespare/xxhash/v2"
+
+	"github.com/pcor-go/pcor/fabric"
 )
 
 // Magic identifies pcor datagrams.
@@ -52,9 +54,21 @@ const Version = 1
 const HeaderSize = 96
 
 // MaxFragment is the largest datagram (header included) the dispatcher
-// ever sends: 64 KiB less the UDP/IPv4 overhead so that it fits one UDP
-// datagram on loopback.
-const MaxFragment = 65507
+// ever sends: the largest datagram of any fabric, one UDP datagram on
+// loopback.
+const MaxFragment = fabric.MaxDatagramSize
+
+// DefaultHops is the hop limit a datagram leaves its sender with: how many
+// gateways may forward it before it is dropped as misrouted.
+const DefaultHops = 8
+
+// hopsOffset is the offset of the hop count in an encoded header.
+const hopsOffset = 5
+
+// SetHops rewrites the hop count of the encoded header at the start of
+// pkt. The checksum does not cover the hop count, so a gateway forwarding
+// a datagram changes nothing else.
+func SetHops(pkt []byte, hops uint8) { pkt[hopsOffset] = hops }
 
 // Kind is the type of a datagram.
 type Kind uint8
@@ -165,7 +179,7 @@ func (h *Header) Put(b []byte) {
 	b[2] = Version
 	b[3] = byte(h.Kind)
 	b[4] = h.Flags
-	b[5] = h.Hops
+	b[hopsOffset] = h.Hops
 	le.PutUint16(b[6:], 0)
 	le.PutUint64(b[8:], h.JobKey)
 	le.PutUint32(b[16:], h.SrcProc)
@@ -202,7 +216,7 @@ func (h *Header) Encode(head, body []byte) {
 func checksum(head, body []byte) uint64 {
 	var h [HeaderSize]byte
 	copy(h[:], head[:HeaderSize])
-	h[5] = 0
+	h[hopsOffset] = 0
 	clear(h[72:80])
 	d := xxhash.NewWithSeed(0)
 	d.Write(h[:])
@@ -230,7 +244,7 @@ func Decode(pkt []byte, jobKey uint64) (Header, []byte, error) {
 	}
 	h.Kind = Kind(pkt[3])
 	h.Flags = pkt[4]
-	h.Hops = pkt[5]
+	h.Hops = pkt[hopsOffset]
 	h.SrcProc = le.Uint32(pkt[16:])
 	h.SrcThread = le.Uint32(pkt[20:])
 	h.DstProc = le.Uint32(pkt[24:])

@@ -114,3 +114,29 @@ func BenchmarkEncodeDecodeSmall(b *testing.B) {
 		}
 	}
 }
+
+// A gateway rewrites the hop count only; the datagram still decodes, with
+// the new count, and every other byte is unchanged.
+func TestSetHops(t *testing.T) {
+	body := []byte("forwarded")
+	h := Header{Kind: Data, Hops: DefaultHops, JobKey: key, FragSize: 64, Total: uint64(len(body))}
+	pkt := encode(h, body)
+	before := bytes.Clone(pkt)
+	SetHops(pkt, DefaultHops-1)
+	got, _, err := Decode(pkt, key)
+	if err != nil {
+		t.Fatalf("after SetHops: %v", err)
+	}
+	if got.Hops != DefaultHops-1 {
+		t.Fatalf("hops %d, want %d", got.Hops, DefaultHops-1)
+	}
+	n := 0
+	for i := range pkt {
+		if pkt[i] != before[i] {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("SetHops changed %d bytes, want 1", n)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pcor-go/pcor/bench/internal/peer"
+	"github.com/pcor-go/pcor/fabric"
 )
 
 // Round-trip baselines over plain UDP sockets, one datagram per system
@@ -35,7 +36,7 @@ const (
 )
 
 // maxChunk is the largest datagram the baselines send on loopback.
-const maxChunk = 65507
+const maxChunk = fabric.MaxDatagramSize
 
 // Dgram is one end of a round-trip baseline.
 type Dgram interface {
