@@ -1,6 +1,8 @@
 module github.com/pcor-go/pcor
 
-go 1.26.8
+go 1.26.0
+
+toolchain go1.26.8
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0

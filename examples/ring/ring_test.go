@@ -119,18 +119,6 @@ func (r *running) next(t *testing.T, within time.Duration) string {
 	return ""
 }
 
-// waitFor reads lines until one contains s.
-func (r *running) waitFor(t *testing.T, s string, within time.Duration) string {
-	t.Helper()
-	end := time.Now().Add(within)
-	for {
-		l := r.next(t, time.Until(end))
-		if strings.Contains(l, s) {
-			return l
-		}
-	}
-}
-
 // finish waits for pcorrun to end and returns its exit status and the rest
 // of its output.
 func (r *running) finish(t *testing.T) (int, string) {

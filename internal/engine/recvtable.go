@@ -26,7 +26,6 @@ type recvTable struct {
 	pool    *mcbPool
 	stripes [nStripes]stripe
 	mask    uint64
-	postSeq uint64 // guarded per stripe; only ordering within a thread matters
 }
 
 type stripe struct {

@@ -27,9 +27,6 @@ func OpenUDP() (*udp.Port, error) {
 	return udp.Listen("127.0.0.1:0", udp.Config{BatchSize: 1, DisableGSO: true, DisableGRO: true})
 }
 
-// chunks splits a message of size bytes into datagrams of at most max.
-func chunks(size, max int) int { return (size + max - 1) / max }
-
 // sendMessage sends buf[:size] as datagrams of at most max bytes, one per
 // system call.
 func sendMessage(p *udp.Port, to fabric.Endpoint, buf []byte, size, max int) error {
@@ -143,10 +140,9 @@ func finish(ctx context.Context, p *udp.Port, to fabric.Endpoint, seq uint64) (S
 
 // udpJob is a running UDP echo or sink.
 type udpJob struct {
-	p    *udp.Port
-	wg   sync.WaitGroup
-	err  error
-	stop func() error
+	p   *udp.Port
+	wg  sync.WaitGroup
+	err error
 }
 
 func (j *udpJob) Addr() string                        { return j.p.LocalEndpoint().String() }

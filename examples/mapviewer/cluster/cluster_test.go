@@ -166,7 +166,7 @@ func (k *killAfter) Load(ctx context.Context, id tiles.ID, scale int) (loader.Fr
 	return f, err
 }
 
-func killMidView(t *testing.T, replicas int) (*view.Result, error, tiles.Set, *daemonProc) {
+func killMidView(t *testing.T, replicas int) (*view.Result, tiles.Set, *daemonProc, error) {
 	set := copySet(t, halfPaperSet(t), 3, replicas)
 	l, ps := processes(t, set, 3)
 	victim := ps[1]
@@ -184,11 +184,11 @@ func killMidView(t *testing.T, replicas int) (*view.Result, error, tiles.Set, *d
 	if ctx.Err() != nil {
 		t.Fatalf("view still waiting after 30 s: %v", err)
 	}
-	return res, err, set, victim
+	return res, set, victim, err
 }
 
 func TestDaemonKilledMidViewFails(t *testing.T) {
-	res, err, set, victim := killMidView(t, 1)
+	res, set, victim, err := killMidView(t, 1)
 	if err == nil {
 		t.Fatal("view succeeded without the killed daemon's tiles")
 	}
@@ -215,7 +215,7 @@ func TestDaemonKilledMidViewFails(t *testing.T) {
 }
 
 func TestDaemonKilledMidViewReplica(t *testing.T) {
-	res, err, _, victim := killMidView(t, 2)
+	res, _, victim, err := killMidView(t, 2)
 	if err != nil {
 		t.Fatalf("replicas did not serve the killed daemon's tiles: %v", err)
 	}
