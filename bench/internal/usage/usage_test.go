@@ -8,17 +8,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+var spin int
+
 func TestSelfCountsWork(t *testing.T) {
 	a := Self()
 	// Spend CPU and make system calls in a goroutine, which may run on a
-	// thread started after the counter opened.
+	// thread started after the counter opened. The spin runs until the
+	// measured CPU has grown (a loaded machine gives less CPU than wall
+	// time), within a bound.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for i := 0; i < 2000; i++ {
 			unix.Getpid()
 		}
-		for end := time.Now().Add(20 * time.Millisecond); time.Now().Before(end); {
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); {
+			for i := 0; i < 1e5; i++ {
+				spin++
+			}
+			if Self().CPU-a.CPU >= int64(10*time.Millisecond) {
+				return
+			}
 		}
 	}()
 	<-done
