@@ -72,7 +72,7 @@ type cluster struct {
 
 	stealsSent, stealsGot, stealsServed, tasksGiven atomic.Uint64
 	resultsIn, resultsOut, reRuns, peersLost        atomic.Uint64
-	bytesOut, bytesIn                               atomic.Uint64
+	bytesOut, bytesIn, malformed                    atomic.Uint64
 }
 
 func newCluster(ctx context.Context, rt *Runtime) (*cluster, error) {
@@ -526,6 +526,7 @@ func (c *cluster) handle(m pcor.Message) {
 	case tagSteal:
 		var req stealReq
 		if req.decode(m.Data) != nil {
+			c.malformed.Add(1)
 			return
 		}
 		c.stealsServed.Add(1)
@@ -550,23 +551,28 @@ func (c *cluster) handle(m pcor.Message) {
 		c.mu.Unlock()
 		c.send(req.thief, tagNoWork, binary.LittleEndian.AppendUint32(nil, req.seq))
 	case tagNoWork:
-		if len(m.Data) == 4 {
-			c.answered(binary.LittleEndian.Uint32(m.Data), false)
+		if len(m.Data) != 4 {
+			c.malformed.Add(1)
+			return
 		}
+		c.answered(binary.LittleEndian.Uint32(m.Data), false)
 	case tagTask:
 		var tm taskMsg
 		if tm.decode(m.Data) != nil {
+			c.malformed.Add(1)
 			return
 		}
 		c.accept(tm)
 	case tagResult:
 		var rm resultMsg
 		if rm.decode(m.Data) != nil {
+			c.malformed.Add(1)
 			return
 		}
 		c.result(m.Src.Proc, rm)
 	case tagStarted:
 		if len(m.Data) != 12 {
+			c.malformed.Add(1)
 			return
 		}
 		key := binary.LittleEndian.Uint64(m.Data)
@@ -583,6 +589,10 @@ func (c *cluster) handle(m pcor.Message) {
 			}
 		}
 	case tagDone:
+		if m.Src.Proc != 0 || len(m.Data) != 0 {
+			c.malformed.Add(1)
+			return
+		}
 		ev, _ := json.Marshal(rt.traceEvents())
 		ctx, cancel := context.WithTimeout(c.ctx, sendTimeout)
 		c.node.Thread(c.svc).Send(ctx, m.Src, tagTrace, ev)
@@ -590,7 +600,9 @@ func (c *cluster) handle(m pcor.Message) {
 		c.finish()
 	case tagTrace:
 		var ev []chromeEvent
-		json.Unmarshal(m.Data, &ev)
+		if json.Unmarshal(m.Data, &ev) != nil {
+			c.malformed.Add(1)
+		}
 		c.mu.Lock()
 		c.traceFrom[m.Src.Proc] = ev
 		c.mu.Unlock()
@@ -598,6 +610,8 @@ func (c *cluster) handle(m pcor.Message) {
 		case c.traceWait <- m.Src.Proc:
 		default:
 		}
+	default:
+		c.malformed.Add(1)
 	}
 }
 

@@ -17,6 +17,7 @@ type Counters struct {
 	PeersLost         uint64 // processes found gone
 	BytesSent         uint64 // runtime message bytes sent
 	BytesReceived     uint64 // runtime message bytes received
+	Malformed         uint64 // runtime messages dropped as unreadable
 }
 
 // Counters returns the runtime's statistics.
@@ -39,6 +40,7 @@ func (rt *Runtime) Counters() Counters {
 		s.PeersLost = c.peersLost.Load()
 		s.BytesSent = c.bytesOut.Load()
 		s.BytesReceived = c.bytesIn.Load()
+		s.Malformed = c.malformed.Load()
 	}
 	return s
 }

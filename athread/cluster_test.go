@@ -1,0 +1,175 @@
+package athread
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/pcor"
+)
+
+// pair starts two runtimes of one job in this process, each with its own
+// pcor node on loopback UDP.
+func pair(t *testing.T, reg *Registry, pol func() Policy) [2]*Runtime {
+	t.Helper()
+	checkGoroutines(t)
+	var nodes [2]*pcor.Node
+	for i := range nodes {
+		n, err := pcor.NewNode(pcor.Config{Proc: pcor.ProcID(i), JobKey: 0xa7a7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		nodes[i] = n
+	}
+	for i, n := range nodes {
+		if err := n.AddPeer(pcor.Peer{Proc: pcor.ProcID(1 - i), Addr: nodes[1-i].Endpoints()[0].Addr}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var rts [2]*Runtime
+	var errs [2]error
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := range rts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cfg := Config{VPs: 1, Node: nodes[i], Procs: []pcor.ProcID{0, 1}, Registry: reg}
+			if pol != nil {
+				cfg.Policy = pol()
+			}
+			rts[i], errs[i] = New(ctx, cfg)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("runtime %d: %v", i, err)
+		}
+		t.Cleanup(func() { rts[i].Close() })
+	}
+	return rts
+}
+
+// Two runtimes in one process share a fine-grained computation through
+// pcor; closing them leaves no goroutine (checked by pair).
+func TestPairSharesWork(t *testing.T) {
+	reg := NewRegistry()
+	var fib *Func[int, int]
+	fib = RegisterIn(reg, "fib", func(ctx context.Context, n int) (int, error) {
+		if n < 2 {
+			return n, nil
+		}
+		a, b := Create(ctx, fib, n-1), Create(ctx, fib, n-2)
+		x, err := a.Join(ctx)
+		if err != nil {
+			return 0, err
+		}
+		y, err := b.Join(ctx)
+		return x + y, err
+	}, Fixed[int](), Fixed[int]())
+	rts := pair(t, reg, nil)
+	ctx := rts[0].Context()
+	if v, err := Create(ctx, fib, 20).Join(ctx); err != nil || v != 6765 {
+		t.Fatalf("fib(20) = %d, %v", v, err)
+	}
+	c0, c1 := rts[0].Counters(), rts[1].Counters()
+	if c1.RemoteSteals == 0 || c1.ResultsOut == 0 || c0.Given == 0 || c0.ResultsIn != c1.ResultsOut {
+		t.Fatalf("no work moved: %+v / %+v", c0, c1)
+	}
+	if c0.Malformed+c1.Malformed != 0 {
+		t.Fatalf("malformed messages: %+v / %+v", c0, c1)
+	}
+}
+
+// ownPolicy keeps every thread home except the ones at depth 1, and lets
+// only process 1 steal: a policy's decisions are followed.
+type ownPolicy struct {
+	mu      sync.Mutex
+	allowed []int
+}
+
+func (p *ownPolicy) Classify(t TaskInfo) Class {
+	if t.Depth == 1 {
+		return ClassGlobal + 1
+	}
+	return ClassLocal
+}
+
+func (p *ownPolicy) Allow(thief pcor.ProcID, t TaskInfo) bool {
+	p.mu.Lock()
+	p.allowed = append(p.allowed, t.Depth)
+	p.mu.Unlock()
+	return thief == 1 && t.Class == ClassGlobal+1 && t.Func == "sleep" && t.Size == 8
+}
+
+func (p *ownPolicy) Victim(q StealQuery) (pcor.ProcID, bool) {
+	if q.Self == 1 {
+		return 0, true
+	}
+	return 0, false
+}
+
+func (p *ownPolicy) Forward(q StealQuery) (pcor.ProcID, bool) { return 0, false }
+
+func TestPolicyIsFollowed(t *testing.T) {
+	reg := NewRegistry()
+	where := RegisterIn(reg, "sleep", func(ctx context.Context, ms int) (pcor.ProcID, error) {
+		time.Sleep(time.Duration(ms) * time.Millisecond)
+		return Proc(ctx), nil
+	}, Fixed[int](), Fixed[pcor.ProcID]())
+	pols := []*ownPolicy{{}, {}}
+	i := 0
+	var mu sync.Mutex
+	rts := pair(t, reg, func() Policy {
+		mu.Lock()
+		defer mu.Unlock()
+		i++
+		return pols[i-1]
+	})
+	ctx := rts[0].Context()
+	got := map[pcor.ProcID]int{}
+	root := Go(ctx, func(ctx context.Context) (int, error) {
+		var hs []*Handle[pcor.ProcID]
+		for j := 0; j < 20; j++ {
+			hs = append(hs, Create(ctx, where, 5))
+		}
+		for _, h := range hs {
+			p, err := h.Join(ctx)
+			if err != nil {
+				return 0, err
+			}
+			got[p]++
+		}
+		return 0, nil
+	})
+	if _, err := root.Join(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got[1] == 0 || got[0]+got[1] != 20 {
+		t.Fatalf("threads ran %v", got)
+	}
+	if c := rts[1].Counters(); c.Given != 0 || c.StealsServed != 0 {
+		t.Fatalf("process 0 stole although its policy says no: %+v", c)
+	}
+}
+
+// A thread placed in a process that is not in the job fails at Join.
+func TestPlaceOnUnknownProcess(t *testing.T) {
+	reg := NewRegistry()
+	f := RegisterIn(reg, "id", func(ctx context.Context, n int) (int, error) { return n, nil }, Fixed[int](), Fixed[int]())
+	rts := pair(t, reg, nil)
+	ctx := rts[0].Context()
+	_, err := Create(ctx, f, 1, Attr{Place: OnProc, Proc: 7}).Join(ctx)
+	var pe *PeerError
+	if !errors.As(err, &pe) || pe.Proc != 7 || !errors.Is(err, pcor.ErrPeerDown) {
+		t.Fatalf("got %v", err)
+	}
+	if _, err := Create(ctx, Local(func(ctx context.Context, n int) (int, error) { return n, nil }), 1, Attr{Place: OnProc, Proc: 1}).Join(ctx); err == nil {
+		t.Fatal("a local function was placed in another process")
+	}
+}
