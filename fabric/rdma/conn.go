@@ -114,6 +114,9 @@ func (c *conn) fail(err error) {
 		if tcp != nil {
 			tcp.Close()
 		}
+		if !p.closed.Load() && c.ep != "" {
+			p.peerLost(c.ep)
+		}
 	})
 }
 

@@ -89,7 +89,9 @@ type Port struct {
 	allocMu sync.RWMutex
 	allocs  []*verbs.MR
 
-	deadConns   atomic.Int64 // failed conns not yet retired
+	deadConns atomic.Int64 // failed conns not yet retired
+
+	lost        atomic.Pointer[func(fabric.Endpoint)] // OnPeerLost's function
 	lastFailure atomic.Pointer[error]
 	closed      atomic.Bool
 	closeOnce   sync.Once

@@ -179,6 +179,8 @@ func TestPortPeerKilled(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	lost := make(chan fabric.Endpoint, 4)
+	p.OnPeerLost(func(e fabric.Endpoint) { lost <- e })
 	peer.cmd.Process.Signal(syscall.SIGKILL)
 	killed := time.Now()
 	// Keep sending: every Send must return promptly and the peer must be
@@ -203,6 +205,15 @@ func TestPortPeerKilled(t *testing.T) {
 			t.Fatalf("peer death not noticed in 20s: %+v", st)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+	select {
+	case e := <-lost:
+		if e.String() != to.String() {
+			t.Fatalf("peer lost reported for %v, want %v", e, to)
+		}
+		t.Logf("peer lost reported %v after the kill", time.Since(killed))
+	case <-time.After(10 * time.Second):
+		t.Fatal("the port never reported the peer lost")
 	}
 	// The dead QP's posted receives come back (flushed) to the pool.
 	for deadline := time.Now().Add(10 * time.Second); ; {
