@@ -22,9 +22,15 @@ type GenOptions struct {
 	TileW, TileH int
 	Nodes        int
 	Replicas     int
-	// Source is a JPEG or PNG map scaled to the map size; empty draws a
-	// procedural terrain map.
+	// Source is a JPEG or PNG map; empty draws a procedural terrain map
+	// (Cols x Rows tiles, any size). A source keeps its shape: Cols or
+	// Rows left at 0 are chosen from it (see Layout), and it is padded
+	// or cropped (Fit) where the grid's shape differs, never stretched.
 	Source string
+	// Fit is FitPad (default) or FitCrop.
+	Fit string
+	// Upscale allows a map larger than the source's resolution.
+	Upscale bool
 	// Grid draws tile borders and "R07 C03" labels (always on for the
 	// procedural map).
 	Grid bool
@@ -32,35 +38,57 @@ type GenOptions struct {
 	Quality int
 }
 
-// DefaultGenOptions is the paper's map: 15x20 tiles of 640x480 pixels.
+// Paper's map: 15x20 tiles of 640x480 pixels, the procedural default.
+const (
+	PaperCols, PaperRows = 15, 20
+	PaperTileW           = 640
+	PaperTileH           = 480
+)
+
+// DefaultGenOptions is the paper's map of 15x20 tiles of 640x480 pixels
+// when procedural; with a Source, Cols and Rows are to be set to 0 (or
+// chosen) for the source to keep its shape.
 func DefaultGenOptions(dir string) GenOptions {
-	return GenOptions{Dir: dir, Cols: 15, Rows: 20, TileW: 640, TileH: 480, Nodes: 1, Replicas: 1, Quality: 85}
+	return GenOptions{Dir: dir, Cols: PaperCols, Rows: PaperRows, TileW: PaperTileW, TileH: PaperTileH, Nodes: 1, Replicas: 1, Quality: 85}
 }
 
 // Generate writes the tile set described by o and its manifest.
 func Generate(ctx context.Context, o GenOptions) (Set, error) {
-	s := Set{Dir: o.Dir, Cols: o.Cols, Rows: o.Rows, TileW: o.TileW, TileH: o.TileH,
-		Nodes: o.Nodes, Replicas: o.Replicas, Source: o.Source}
-	if s.Source == "" {
-		s.Source = "procedural"
-	}
-	if err := s.Validate(); err != nil {
-		return Set{}, err
-	}
 	if o.Quality == 0 {
 		o.Quality = 85
 	}
 	if o.Quality < 1 || o.Quality > 100 {
 		return Set{}, fmt.Errorf("%w: JPEG quality %d (1..100)", ErrBadSet, o.Quality)
 	}
-	var src *image.RGBA
+	var src *placedSource
+	layout := ""
 	if o.Source != "" {
-		var err error
-		if src, err = readSource(o.Source); err != nil {
+		img, err := readSource(o.Source)
+		if err != nil {
 			return Set{}, err
 		}
+		g, err := Layout(img.Rect.Dx(), img.Rect.Dy(), o)
+		if err != nil {
+			return Set{}, fmt.Errorf("%s: %w", o.Source, err)
+		}
+		o.Cols, o.Rows, layout = g.Cols, g.Rows, g.String()
+		src = placeSource(img, g)
 	} else {
 		o.Grid = true
+		if o.Cols <= 0 {
+			o.Cols = PaperCols
+		}
+		if o.Rows <= 0 {
+			o.Rows = PaperRows
+		}
+	}
+	s := Set{Dir: o.Dir, Cols: o.Cols, Rows: o.Rows, TileW: o.TileW, TileH: o.TileH,
+		Nodes: o.Nodes, Replicas: o.Replicas, Source: o.Source, Layout: layout}
+	if s.Source == "" {
+		s.Source = "procedural"
+	}
+	if err := s.Validate(); err != nil {
+		return Set{}, err
 	}
 	for k := 0; k < s.Nodes; k++ {
 		if err := os.MkdirAll(NodeDir(s.Dir, k), 0o755); err != nil {
@@ -126,14 +154,14 @@ func readSource(path string) (*image.RGBA, error) {
 	return rgba, nil
 }
 
-// DrawTile draws tile id of the map o describes.
-func DrawTile(s Set, o GenOptions, src *image.RGBA, id ID) *image.RGBA {
+// DrawTile draws tile id of the map o describes (src nil: procedural).
+func DrawTile(s Set, o GenOptions, src *placedSource, id ID) *image.RGBA {
 	img := image.NewRGBA(image.Rect(0, 0, s.TileW, s.TileH))
 	origin := image.Pt(id.Col*s.TileW, id.Row*s.TileH)
 	if src == nil {
 		drawTerrain(img, origin)
 	} else {
-		sampleSource(img, origin, src, s.MapW(), s.MapH())
+		sampleSource(img, origin, src)
 	}
 	if o.Grid {
 		drawGrid(img, id)
@@ -141,22 +169,50 @@ func DrawTile(s Set, o GenOptions, src *image.RGBA, id ID) *image.RGBA {
 	return img
 }
 
-// sampleSource fills img with the bilinear interpolation of src stretched
-// over the whole map.
-func sampleSource(img *image.RGBA, origin image.Point, src *image.RGBA, mapW, mapH int) {
+// placedSource is a source map and where it lands on the map: map pixel
+// (x, y) shows source point ((x+0.5-at.X)/scale-0.5, (y+0.5-at.Y)/scale-0.5),
+// the same scale on both axes.
+type placedSource struct {
+	img   *image.RGBA
+	at    image.Rectangle // in map pixels; outside it the map is Pad
+	scale float64         // map pixels per pixel of img
+}
+
+// placeSource prepares img for g. A source reduced more than 2:1 is first
+// reduced by a whole factor with the box filter, so that bilinear
+// sampling does not skip pixels.
+func placeSource(img *image.RGBA, g Geometry) *placedSource {
+	scale := g.Scale
+	if k := int(1 / scale); k >= 2 {
+		img = Downscale(img, k)
+		scale *= float64(k)
+	}
+	return &placedSource{img: img, at: g.Placed, scale: scale}
+}
+
+// sampleSource fills img, whose pixel (0,0) is map pixel origin, with
+// the bilinear interpolation of the placed source, and Pad around it.
+func sampleSource(img *image.RGBA, origin image.Point, ps *placedSource) {
+	src := ps.img
 	sw, sh := src.Rect.Dx(), src.Rect.Dy()
-	fx, fy := float64(sw)/float64(mapW), float64(sh)/float64(mapH)
+	f := 1 / ps.scale
 	for y := 0; y < img.Rect.Dy(); y++ {
-		sy := (float64(origin.Y+y)+0.5)*fy - 0.5
+		my := origin.Y + y
+		sy := (float64(my-ps.at.Min.Y)+0.5)*f - 0.5
 		y0, ty := splitCoord(sy, sh)
 		y1 := min(y0+1, sh-1)
 		for x := 0; x < img.Rect.Dx(); x++ {
-			sx := (float64(origin.X+x)+0.5)*fx - 0.5
+			mx := origin.X + x
+			o := img.PixOffset(x, y)
+			if !image.Pt(mx, my).In(ps.at) {
+				img.Pix[o], img.Pix[o+1], img.Pix[o+2], img.Pix[o+3] = Pad[0], Pad[1], Pad[2], 255
+				continue
+			}
+			sx := (float64(mx-ps.at.Min.X)+0.5)*f - 0.5
 			x0, tx := splitCoord(sx, sw)
 			x1 := min(x0+1, sw-1)
 			p00, p10 := src.Pix[src.PixOffset(x0, y0):], src.Pix[src.PixOffset(x1, y0):]
 			p01, p11 := src.Pix[src.PixOffset(x0, y1):], src.Pix[src.PixOffset(x1, y1):]
-			o := img.PixOffset(x, y)
 			for k := 0; k < 3; k++ {
 				top := float64(p00[k]) + (float64(p10[k])-float64(p00[k]))*tx
 				bot := float64(p01[k]) + (float64(p11[k])-float64(p01[k]))*tx
@@ -198,7 +254,7 @@ func drawGrid(img *image.RGBA, id ID) {
 	drawText(img, at, label, k, color.RGBA{255, 255, 80, 255})
 }
 
-func writeTile(s Set, o GenOptions, src *image.RGBA, id ID) error {
+func writeTile(s Set, o GenOptions, src *placedSource, id ID) error {
 	img := DrawTile(s, o, src, id)
 	var buf bytes.Buffer
 	if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: o.Quality}); err != nil {

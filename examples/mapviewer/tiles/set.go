@@ -41,6 +41,8 @@ type Set struct {
 	Nodes    int    `json:"nodes"`
 	Replicas int    `json:"replicas"`
 	Source   string `json:"source"`
+	// Layout says how a source map was placed on the grid (Geometry).
+	Layout string `json:"layout,omitempty"`
 }
 
 // Validate checks the geometry and distribution of s.

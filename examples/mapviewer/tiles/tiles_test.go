@@ -155,7 +155,7 @@ func TestGenerateFromSource(t *testing.T) {
 	png.Encode(f, src)
 	f.Close()
 	o := DefaultGenOptions(t.TempDir())
-	o.Cols, o.Rows, o.TileW, o.TileH, o.Source, o.Quality = 2, 2, 64, 32, path, 95
+	o.Cols, o.Rows, o.TileW, o.TileH, o.Source, o.Quality, o.Upscale = 2, 0, 64, 32, path, 95, true
 	s, err := Generate(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
