@@ -50,6 +50,11 @@ func (l *Local) Load(ctx context.Context, id tiles.ID, scale int) (Fragment, err
 		return Fragment{}, ctx.Err()
 	}
 	defer func() { <-l.sem }()
+	if err := ctx.Err(); err != nil {
+		// Canceled while waiting for a turn (select picks at random
+		// when both are ready).
+		return Fragment{}, err
+	}
 	var first error
 	for _, k := range l.set.Holders(id) {
 		img, err := l.set.LoadScaled(id, k, scale)

@@ -5,7 +5,7 @@
 package web
 
 import (
-	"bytes"
+	"bufio"
 	_ "embed"
 	"encoding/json"
 	"errors"
@@ -13,10 +13,12 @@ import (
 	"html/template"
 	"image/png"
 	"net/http"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pcor-go/pcor/examples/mapviewer/loader"
@@ -45,15 +47,50 @@ type Server struct {
 	Kind string
 	// OnRender, if set, is called with the plan of every rendered view.
 	OnRender func(view.Plan)
+	// MaxRenders bounds the views rendered at once (default GOMAXPROCS:
+	// each view already loads its tiles in parallel), and so the memory
+	// renders take: a view's bitmap and fragments. MaxQueue bounds the
+	// requests waiting for a turn (default 4*MaxRenders); beyond it a
+	// request is refused with 429 Too Many Requests and Retry-After.
+	MaxRenders, MaxQueue int
 
-	mux  *http.ServeMux
-	once sync.Once
+	mux   *http.ServeMux
+	once  sync.Once
+	slots chan struct{} // one per render under way
+	stats struct {
+		queued                       atomic.Int64
+		rendered, rejected, canceled atomic.Int64
+	}
+}
+
+// Stats counts the server's renders.
+type Stats struct {
+	// Rendering and Queued are the requests rendering now and waiting
+	// for a turn.
+	Rendering, Queued int
+	// Rendered views were sent; Rejected requests got 429; Canceled
+	// renders stopped because their client went away.
+	Rendered, Rejected, Canceled int64
+}
+
+// Stats returns the server's counters.
+func (s *Server) Stats() Stats {
+	s.once.Do(s.init)
+	return Stats{Rendering: len(s.slots), Queued: int(s.stats.queued.Load()),
+		Rendered: s.stats.rendered.Load(), Rejected: s.stats.rejected.Load(), Canceled: s.stats.canceled.Load()}
 }
 
 func (s *Server) init() {
 	if s.Window.W == 0 {
 		s.Window = view.Window{W: 600, H: 600}
 	}
+	if s.MaxRenders <= 0 {
+		s.MaxRenders = runtime.GOMAXPROCS(0)
+	}
+	if s.MaxQueue <= 0 {
+		s.MaxQueue = 4 * s.MaxRenders
+	}
+	s.slots = make(chan struct{}, s.MaxRenders)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("GET /{$}", s.index)
 	s.mux.HandleFunc("GET /render", s.render)
@@ -109,7 +146,7 @@ func (s *Server) parseView(r *http.Request) (view.Plan, error) {
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < -1<<40 || n > 1<<40 {
-			return 0, fmt.Errorf("%w: %s=%q is not a number", view.ErrBadRequest, name, v)
+			return 0, fmt.Errorf("%w: %s=%s is not a number", view.ErrBadRequest, name, quoteShort(v))
 		}
 		return n, nil
 	}
@@ -143,27 +180,59 @@ func (s *Server) parseView(r *http.Request) (view.Plan, error) {
 	return view.At(s.Set, reg, vr.Scale)
 }
 
+// RetryAfter is what a refused request is told to wait, in seconds.
+const RetryAfter = 1
+
+// turn waits for a render slot. It reports false, having answered the
+// request, when the queue is full (429) or the client went away.
+func (s *Server) turn(w http.ResponseWriter, r *http.Request) bool {
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	default:
+	}
+	if s.stats.queued.Add(1) > int64(s.MaxQueue) {
+		s.stats.queued.Add(-1)
+		s.stats.rejected.Add(1)
+		w.Header().Set("Retry-After", strconv.Itoa(RetryAfter))
+		http.Error(w, fmt.Sprintf("busy: %d views rendering and %d waiting; retry in %d s", s.MaxRenders, s.MaxQueue, RetryAfter), http.StatusTooManyRequests)
+		return false
+	}
+	defer s.stats.queued.Add(-1)
+	select {
+	case s.slots <- struct{}{}:
+		return true
+	case <-r.Context().Done():
+		s.stats.canceled.Add(1)
+		return false
+	}
+}
+
 func (s *Server) render(w http.ResponseWriter, r *http.Request) {
 	p, err := s.parseView(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	if !s.turn(w, r) {
+		return
+	}
+	defer func() { <-s.slots }()
+	// The request's context ends when the client goes away: the loads
+	// not yet started are then dropped.
 	ctx, cancel := contextWithTimeout(r, RenderTimeout)
 	defer cancel()
 	res, rerr := view.Render(ctx, s.Loader, p)
+	if r.Context().Err() != nil {
+		s.stats.canceled.Add(1)
+		return
+	}
 	if res == nil {
 		http.Error(w, rerr.Error(), http.StatusInternalServerError)
 		return
 	}
 	if s.OnRender != nil {
 		s.OnRender(p)
-	}
-	var buf bytes.Buffer
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
-	if err := enc.Encode(&buf, res.Img); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "image/png")
@@ -176,7 +245,12 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request) {
 	if rerr != nil {
 		h.Set("X-Tile-Errors", headerSafe(rerr.Error(), 4096))
 	}
-	w.Write(buf.Bytes())
+	// Encoded straight to the client: no second copy of the view.
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	if enc.Encode(bw, res.Img) == nil && bw.Flush() == nil {
+		s.stats.rendered.Add(1)
+	}
 }
 
 // sources summarises who served the tiles: "daemon 1=20; daemon 2=18".
@@ -229,3 +303,14 @@ func headerSafe(s string, max int) string {
 
 // IsBadRequest reports whether err is the client's fault.
 func IsBadRequest(err error) bool { return errors.Is(err, view.ErrBadRequest) }
+
+// maxEcho bounds how much of a bad query value an error message repeats.
+const maxEcho = 40
+
+// quoteShort quotes v for an error message, cut to maxEcho bytes.
+func quoteShort(v string) string {
+	if len(v) <= maxEcho {
+		return strconv.Quote(v)
+	}
+	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(v[:maxEcho]), len(v))
+}

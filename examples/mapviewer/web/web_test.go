@@ -71,6 +71,20 @@ func TestBadRequests(t *testing.T) {
 	}
 }
 
+// A bad value is named in the 400, not sent back whole.
+func TestBadRequestDoesNotEchoHugeValue(t *testing.T) {
+	srv := newServer(t)
+	huge := strings.Repeat("9z", 100<<10)
+	rec := httptest.NewRecorder()
+	srv.ServeHTTP(rec, httptest.NewRequest("GET", "/render?x="+huge+"&y=0&s=4", nil))
+	if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), "x=") {
+		t.Fatalf("%d %.200q, want 400 naming x", rec.Code, rec.Body.String())
+	}
+	if n := rec.Body.Len(); n > 512 {
+		t.Errorf("400 body is %d bytes for a %d-byte value: %.200q", n, len(huge), rec.Body.String())
+	}
+}
+
 func TestRenderAndIndex(t *testing.T) {
 	srv := newServer(t)
 	rec := httptest.NewRecorder()
