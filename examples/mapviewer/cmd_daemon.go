@@ -15,8 +15,8 @@ func daemonMain(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
 	dir := fs.String("dir", "mapdata", "tile set directory")
 	workers := fs.Int("workers", 0, "decodes at once (default GOMAXPROCS)")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	return cluster.DaemonMain(ctx, *dir, *workers, os.Stderr)
 }

@@ -15,18 +15,22 @@ import (
 
 func serveMain(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	dir := fs.String("dir", "mapdata", "tile set directory")
-	addr := fs.String("addr", "127.0.0.1:8080", "HTTP address (loopback)")
+	dir := fs.String("dir", "", "tile set directory (default: the demo's set in "+cacheDir()+", generated if absent)")
+	addr := fs.String("addr", "127.0.0.1:8080", "HTTP address (loopback unless --public)")
+	public := fs.Bool("public", false, "allow an --addr that is not loopback (the viewer has no authentication)")
 	winS := fs.String("window", "600x600", "window size")
 	daemons := fs.Int("daemons", 0, "load through this many daemon processes started by pcorrun (0: local threads; ignored under pcorrun)")
 	cacheMB := fs.Int64("cache-mb", 256, "fragment cache size in MiB")
 	smoke := fs.Bool("smoke", false, "render the 300-tile view and a cached pan through HTTP, print the times and exit")
 	reps := fs.Int("reps", 3, "repetitions per measurement (--smoke; the median is shown)")
 	pcorrun := fs.String("pcorrun", "", "pcorrun binary (default: built with go build, else from $PATH)")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	m, set, win, done, err := startViewer(ctx, "serve", args, *dir, *winS, *daemons, *pcorrun)
+	if err := checkAddr(*addr, *public); err != nil {
+		return err
+	}
+	m, set, win, done, err := startViewer(ctx, "serve", args, *dir, kindDemo, *winS, *daemons, *pcorrun, !*smoke)
 	if done {
 		return err
 	}
@@ -65,4 +69,24 @@ func serveMain(ctx context.Context, args []string) error {
 		return errors.New("lost the application's directory (pcorrun gone)")
 	}
 	return nil
+}
+
+// checkAddr refuses an HTTP address that is not loopback unless public:
+// "0.0.0.0:8080" or ":8080" would serve every interface.
+func checkAddr(addr string, public bool) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if public || host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	what := host
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		what = "every interface"
+	}
+	return fmt.Errorf("--addr %s would serve %s, not only this machine: add --public to mean it", addr, what)
 }

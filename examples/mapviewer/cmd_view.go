@@ -47,7 +47,7 @@ func parseRegion(s string) (view.Region, error) {
 
 func viewMain(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("view", flag.ContinueOnError)
-	dir := fs.String("dir", "mapdata", "tile set directory")
+	dir := fs.String("dir", "", "tile set directory (default: the demo's set in "+cacheDir()+", or with --paper-times the paper's procedural map there; generated if absent)")
 	region := fs.String("region", "", "region x,y,w,h in map pixels (default: the whole map)")
 	paper := fs.Int("paper", 0, "render the paper's region 1..7 (1:1, 1:2, 1:4, 1:5, 1:8, 1:10, 1:16)")
 	winS := fs.String("window", "600x600", "window size")
@@ -57,10 +57,14 @@ func viewMain(ctx context.Context, args []string) error {
 	reps := fs.Int("reps", 3, "repetitions per measurement (--paper-times; the median is shown)")
 	maxD := fs.Int("max-daemons", 4, "largest daemon count for --paper-times")
 	pcorrun := fs.String("pcorrun", "", "pcorrun binary (default: built with go build, else from $PATH)")
-	if err := fs.Parse(args); err != nil {
-		return errUsage
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
-	m, set, win, done, err := startViewer(ctx, "view", args, *dir, *winS, *daemons, *pcorrun)
+	kind := kindDemo
+	if *times {
+		kind = kindPaper
+	}
+	m, set, win, done, err := startViewer(ctx, "view", args, *dir, kind, *winS, *daemons, *pcorrun, false)
 	if done {
 		return err
 	}
@@ -69,7 +73,7 @@ func viewMain(ctx context.Context, args []string) error {
 		if m != nil {
 			return clusterTimes(ctx, m, set, win, max(1, *reps))
 		}
-		return paperTimes(ctx, set, win, max(1, *reps), *maxD, *pcorrun)
+		return paperTimes(ctx, os.Stdout, set, win, max(1, *reps), *maxD, *pcorrun)
 	}
 	r := view.Region{W: set.MapW(), H: set.MapH()}
 	switch {
@@ -105,15 +109,32 @@ func viewMain(ctx context.Context, args []string) error {
 
 // startViewer is the start shared by the viewer commands: inside an
 // application a daemon rank serves until the viewer leaves (done); outside
-// one, with daemons > 0, the command re-runs itself under pcorrun (done);
-// else it opens the tile set and parses the window.
-func startViewer(ctx context.Context, cmd string, args []string, dir, window string, daemons int, pcorrun string) (m *member, set tiles.Set, win view.Window, done bool, err error) {
+// one, with daemons > 0, the command re-runs itself under pcorrun (done;
+// keepGoing: a daemon that dies leaves the others running); else it opens
+// the tile set and parses the window.
+func startViewer(ctx context.Context, cmd string, args []string, dir, kind, window string, daemons int, pcorrun string, keepGoing bool) (m *member, set tiles.Set, win view.Window, done bool, err error) {
+	if dir == "" && inApp() {
+		return nil, set, win, true, fmt.Errorf("%s: under pcorrun, give --dir", cmd)
+	}
 	m, done, err = joinApp(ctx, dir)
 	if done {
 		return nil, set, win, true, err
 	}
+	if dir == "" {
+		// The set in the cache, made once here: the processes started
+		// under pcorrun are then given its directory.
+		s, err := cachedSet(ctx, cmd, "", kind, daemons)
+		if err != nil {
+			return nil, set, win, true, err
+		}
+		dir, args = s.Dir, append(slices.Clip(args), "--dir", s.Dir)
+	}
 	if m == nil && daemons > 0 {
-		return nil, set, win, true, underPcorrun(ctx, pcorrun, daemons, cmd, args, os.Stdout)
+		var flags []string
+		if keepGoing {
+			flags = append(flags, "--keep-going")
+		}
+		return nil, set, win, true, underPcorrun(ctx, pcorrun, daemons, flags, cmd, args, os.Stdout)
 	}
 	if set, err = tiles.Open(dir); err == nil {
 		win, err = parseWindow(window)
@@ -127,7 +148,7 @@ func startViewer(ctx context.Context, cmd string, args []string, dir, window str
 
 // underPcorrun runs this program's command cmd with args as the
 // processes of an application of daemons daemons and a viewer.
-func underPcorrun(ctx context.Context, pcorrunBin string, daemons int, cmd string, args []string, stdout io.Writer) error {
+func underPcorrun(ctx context.Context, pcorrunBin string, daemons int, flags []string, cmd string, args []string, stdout io.Writer) error {
 	self, err := selfPath()
 	if err != nil {
 		return err
@@ -136,7 +157,18 @@ func underPcorrun(ctx context.Context, pcorrunBin string, daemons int, cmd strin
 	if err != nil {
 		return err
 	}
-	return runPcorrun(ctx, bin, daemons+1, nil, append([]string{self, cmd}, args...), stdout, os.Stderr)
+	return stoppedOK(ctx, cmd, runPcorrun(ctx, bin, daemons+1, flags, append([]string{self, cmd}, args...), stdout, os.Stderr))
+}
+
+// stoppedOK is err, or nil when ctx ended: the user stopped the command
+// (Ctrl-C), and pcorrun's status then still reports a process that failed
+// before (it said which).
+func stoppedOK(ctx context.Context, cmd string, err error) error {
+	if ctx.Err() != nil {
+		fmt.Printf("%s: stopped\n", cmd)
+		return nil
+	}
+	return err
 }
 
 func writePNG(path string, img image.Image) error {

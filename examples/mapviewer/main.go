@@ -18,6 +18,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -65,12 +66,32 @@ func main() {
 		fmt.Fprintf(os.Stderr, "mapviewer: unknown command %q\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
-	if err != nil {
-		if !errors.Is(err, errUsage) {
-			fmt.Fprintln(os.Stderr, "mapviewer:", err)
-		}
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "mapviewer:", err)
 		os.Exit(1)
 	}
 }
 
+// errUsage reports bad flags (the flag package has said which): exit 2.
 var errUsage = errors.New("usage")
+
+// parseFlags parses a command's flags: -h returns flag.ErrHelp (exit 0,
+// the flags were printed), a bad flag errUsage.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		if fs.NArg() > 0 {
+			fmt.Fprintf(fs.Output(), "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+			return errUsage
+		}
+		return nil
+	case errors.Is(err, flag.ErrHelp):
+		return flag.ErrHelp
+	}
+	return errUsage
+}

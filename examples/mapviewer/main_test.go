@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -148,10 +149,189 @@ func TestPaperTimesUnderPcorrun(t *testing.T) {
 	if err != nil {
 		t.Fatalf("view --paper-times: %v\n%s", err, out)
 	}
-	rows := regexp.MustCompile(`(?m)^1:\d+ +\d+ +[0-9.]+ +[0-9.]+ \([0-9.]+x\) +[0-9.]+ \([0-9.]+x\)$`).FindAllString(out, -1)
+	checkPaperTable(t, out, 2)
+}
+
+// checkPaperTable checks the Figure 5 table: 7 rows, every ratio the
+// quotient of the printed cluster and local medians (to their rounding),
+// its spread around it, and one load line per run.
+func checkPaperTable(t *testing.T, out string, daemons int) {
+	t.Helper()
+	row := regexp.MustCompile(`(?m)^R\d 1:\d+ +\d+ +([0-9.]+)((?: +[0-9.]+ [0-9.]+x \[[0-9.]+-[0-9.]+\])+)$`)
+	cell := regexp.MustCompile(`([0-9.]+) ([0-9.]+)x \[([0-9.]+)-([0-9.]+)\]`)
+	rows := row.FindAllStringSubmatch(out, -1)
 	if len(rows) != 7 || !strings.Contains(out, "cluster pixels equal local") {
-		t.Fatalf("want 7 rows of local and 1..2 daemons:\n%s", out)
+		t.Fatalf("want 7 rows of local and 1..%d daemons:\n%s", daemons, out)
 	}
+	num := func(s string) float64 {
+		v, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			t.Fatalf("%q: %v\n%s", s, err, out)
+		}
+		return v
+	}
+	for _, r := range rows {
+		local := num(r[1])
+		cells := cell.FindAllStringSubmatch(r[2], -1)
+		if len(cells) != daemons {
+			t.Fatalf("row %q: %d cells, want %d", r[0], len(cells), daemons)
+		}
+		for _, c := range cells {
+			med, ratio, lo, hi := num(c[1]), num(c[2]), num(c[3]), num(c[4])
+			// Medians are printed to 0.05 ms, ratios to 0.005.
+			if ratio < (med-0.05)/(local+0.05)-0.005 || ratio > (med+0.05)/max(local-0.05, 0.01)+0.005 {
+				t.Errorf("row %q: %.1f / %.1f printed as %.2fx", r[0], med, local, ratio)
+			}
+			if lo > hi || lo <= 0 {
+				t.Errorf("row %q: spread [%.2f-%.2f]", r[0], lo, hi)
+			}
+		}
+	}
+	t.Logf("\n%s", out)
+	if n := strings.Count(out, "% busy"); n != daemons {
+		t.Errorf("%d load lines, want %d:\n%s", n, daemons, out)
+	}
+}
+
+// The README's Figure 5 command, without --dir: the paper's procedural map
+// is made in the cache ($XDG_CACHE_HOME set here), whatever the demo used.
+func TestPaperTimesWithoutDir(t *testing.T) {
+	out, err := run(t, 5*time.Minute, "view", "--paper-times", "--window", "150x150", "--reps", "1", "--max-daemons", "1")
+	if err != nil {
+		t.Fatalf("view --paper-times: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "9600x9600 map of 640x480 tiles (procedural)") {
+		t.Errorf("not the paper's map:\n%s", out)
+	}
+	checkPaperTable(t, out, 1)
+}
+
+// Every command's -h prints its flags and exits 0; a bad flag exits 2.
+func TestHelpExitsZero(t *testing.T) {
+	for _, cmd := range []string{"demo", "gen", "view", "serve", "daemon"} {
+		out, err := run(t, time.Minute, cmd, "-h")
+		if err != nil || !strings.Contains(out, "-dir") {
+			t.Errorf("%s -h: %v\n%s", cmd, err, out)
+		}
+	}
+	out, err := run(t, time.Minute, "gen", "--no-such-flag")
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
+		t.Errorf("gen --no-such-flag: %v, want exit status 2\n%s", err, out)
+	}
+}
+
+// serve (and demo) listen on loopback only unless told --public.
+func TestServeRefusesAllInterfaces(t *testing.T) {
+	_, _, set := programs(t)
+	for _, args := range [][]string{
+		{"serve", "--dir", set.Dir, "--addr", "0.0.0.0:0"},
+		{"serve", "--dir", set.Dir, "--addr", ":0"},
+		{"demo", "--dir", set.Dir, "--addr", "[::]:0"},
+	} {
+		out, err := run(t, time.Minute, args...)
+		if err == nil || !strings.Contains(out, "--public") {
+			t.Errorf("%v: %v, want a refusal naming --public\n%s", args, err, out)
+		}
+	}
+	for _, a := range []string{"127.0.0.1:0", "localhost:8080", "[::1]:0", "127.0.0.2:80"} {
+		if err := checkAddr(a, false); err != nil {
+			t.Errorf("checkAddr(%q): %v", a, err)
+		}
+	}
+	if err := checkAddr("0.0.0.0:0", true); err != nil {
+		t.Errorf("checkAddr with public: %v", err)
+	}
+}
+
+// gen's defaults are the demo's layout: 4 node directories, 2 copies, so
+// that serving its set with 4 daemons works.
+func TestGenDefaultsServeFourDaemons(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "set")
+	out, err := run(t, time.Minute, "gen", "--dir", dir, "--cols", "4", "--rows", "3", "--tile-w", "80", "--tile-h", "60")
+	if err != nil {
+		t.Fatalf("gen: %v\n%s", err, out)
+	}
+	s, err := tiles.Open(dir)
+	if err != nil || s.Nodes != 4 || s.Replicas != 2 {
+		t.Fatalf("gen made %+v (%v), want 4 nodes x2 replicas", s, err)
+	}
+	png := filepath.Join(t.TempDir(), "v.png")
+	out, err = run(t, time.Minute, "view", "--daemons", "4", "--dir", dir, "--window", "100x100", "--out", png)
+	if err != nil || !strings.Contains(out, "4 daemons over pcor") {
+		t.Fatalf("view --daemons 4 on gen's set: %v\n%s", err, out)
+	}
+}
+
+// serve --daemons N stops on SIGINT with exit status 0, as the demo does.
+func TestServeDaemonsInterruptExitsZero(t *testing.T) {
+	mv, pr, set := programs(t)
+	cmd := exec.Command(mv, "serve", "--daemons", "2", "--dir", set.Dir, "--addr", "127.0.0.1:0", "--pcorrun", pr)
+	url, done, lines := startServing(t, cmd)
+	if _, err := http.Get(url + "info"); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve --daemons 2 after SIGINT: %v\n%s", err, lines())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve still running 30 s after SIGINT")
+	}
+}
+
+// startServing starts cmd (demo or serve), waits for its URL and returns
+// it, a channel with its exit and its output so far. The test ends with no
+// process left.
+func startServing(t *testing.T, cmd *exec.Cmd) (url string, done <-chan error, lines func() string) {
+	t.Helper()
+	cmd.Stderr = os.Stderr
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir())
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	dc := make(chan error, 1)
+	urlc := make(chan string, 1)
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	lines = func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return buf.String()
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		re := regexp.MustCompile(`map viewer on (http://\S+)`)
+		for sc.Scan() {
+			mu.Lock()
+			buf.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case urlc <- m[1]:
+				default:
+				}
+			}
+		}
+		dc <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		noStrays(t)
+	})
+	select {
+	case url = <-urlc:
+	case err := <-dc:
+		t.Fatalf("%v exited: %v\n%s", cmd.Args, err, lines())
+	case <-time.After(90 * time.Second):
+		t.Fatalf("no URL after 90 s:\n%s", lines())
+	}
+	return url, dc, lines
 }
 
 // view --daemons runs itself under pcorrun; its PNG must equal the local

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -29,20 +31,18 @@ func paperPlans(set tiles.Set, win view.Window) ([]view.Paper, []view.Plan, erro
 	return prs, plans, nil
 }
 
-// regionTime is one region's median render times with the local and
-// the cluster loader, measured in turn in the same process.
-type regionTime struct {
-	local, cluster time.Duration
-}
+// pair is one render by local threads and the next through the daemons,
+// made back to back so that the machine's load weighs on both alike.
+type pair struct{ local, cluster time.Duration }
 
-// timesLine starts the line rank 0 prints per region under pcorrun:
-// "times <region> <local ns> <cluster ns>".
+// timesLine starts the line rank 0 prints per render pair under pcorrun:
+// "times <region> <rep> <local ns> <cluster ns>".
 const timesLine = "times"
 
 // clusterTimes is --paper-times in rank 0 of an application: each of the
 // seven regions rendered reps times by local threads and through the
-// daemons in turn (so machine load weighs on both alike), the pixels
-// compared, one line per region for the launching process.
+// daemons in turn, the pixels compared, one line per pair for the
+// launching process.
 func clusterTimes(ctx context.Context, m *member, set tiles.Set, win view.Window, reps int) error {
 	prs, plans, err := paperPlans(set, win)
 	if err != nil {
@@ -54,8 +54,7 @@ func clusterTimes(ctx context.Context, m *member, set tiles.Set, win view.Window
 	}
 	local := loader.NewLocal(set, 0)
 	for i, p := range plans {
-		var lt, ct []time.Duration
-		for range reps {
+		for rep := range reps {
 			ld, lpix, err := timeView(ctx, local, p, 1)
 			if err != nil {
 				return err
@@ -67,35 +66,42 @@ func clusterTimes(ctx context.Context, m *member, set tiles.Set, win view.Window
 			if string(lpix) != string(cpix) {
 				return fmt.Errorf("cluster view differs from the local view for %s", prs[i].Name)
 			}
-			lt, ct = append(lt, ld), append(ct, cd)
+			fmt.Printf("%s %d %d %d %d\n", timesLine, i, rep, ld.Nanoseconds(), cd.Nanoseconds())
 		}
-		fmt.Printf("%s %d %d %d\n", timesLine, i, median(lt).Nanoseconds(), median(ct).Nanoseconds())
 	}
 	return nil
 }
 
-// parseTimes reads rank 0's lines from pcorrun's output.
-func parseTimes(out []byte, regions int) ([]regionTime, error) {
-	ts := make([]regionTime, regions)
-	seen := 0
+// parseTimes reads rank 0's lines from pcorrun's output: the pairs of
+// every region.
+func parseTimes(out []byte, regions, reps int) ([][]pair, error) {
+	ps := make([][]pair, regions)
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		rest, ok := strings.CutPrefix(sc.Text(), "[0] "+timesLine+" ")
 		if !ok {
 			continue
 		}
-		var i int
+		var i, rep int
 		var l, c int64
-		if n, err := fmt.Sscanf(rest, "%d %d %d", &i, &l, &c); n != 3 || err != nil || i < 0 || i >= regions {
+		if n, err := fmt.Sscanf(rest, "%d %d %d %d", &i, &rep, &l, &c); n != 4 || err != nil || i < 0 || i >= regions || l <= 0 || c <= 0 {
 			return nil, fmt.Errorf("bad line %q", sc.Text())
 		}
-		ts[i] = regionTime{time.Duration(l), time.Duration(c)}
-		seen++
+		ps[i] = append(ps[i], pair{time.Duration(l), time.Duration(c)})
 	}
-	if seen != regions {
-		return nil, fmt.Errorf("%d of %d regions timed; output:\n%s", seen, regions, out)
+	for i := range ps {
+		if len(ps[i]) != reps {
+			return nil, fmt.Errorf("region %d: %d of %d renders timed; output:\n%s", i, len(ps[i]), reps, out)
+		}
 	}
-	return ts, nil
+	return ps, nil
+}
+
+// paperRun is one daemon count's run of --paper-times.
+type paperRun struct {
+	daemons int
+	pairs   [][]pair // per region
+	load    Load
 }
 
 // paperTimes is the analogue of the paper's Figure 5: the seven regions
@@ -103,11 +109,9 @@ func parseTimes(out []byte, regions int) ([]regionTime, error) {
 // pcorrun (daemons on this machine, each owning one node directory of a
 // copy of the set laid out for it), whose viewer renders every region
 // with local threads and through the daemons in turn. The cluster views
-// must equal the local ones pixel for pixel. The local column is the
-// median over the runs; each ratio is against the local time of its own
-// run.
-func paperTimes(ctx context.Context, set tiles.Set, win view.Window, reps, maxDaemons int, pcorrunBin string) error {
-	prs, plans, err := paperPlans(set, win)
+// must equal the local ones pixel for pixel.
+func paperTimes(ctx context.Context, w io.Writer, set tiles.Set, win view.Window, reps, maxDaemons int, pcorrunBin string) error {
+	_, plans, err := paperPlans(set, win)
 	if err != nil {
 		return err
 	}
@@ -127,7 +131,7 @@ func paperTimes(ctx context.Context, set tiles.Set, win view.Window, reps, maxDa
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	ct := make([][]regionTime, maxDaemons)
+	var runs []paperRun
 	for k := 1; k <= maxDaemons; k++ {
 		ks, err := tiles.Relayout(set, filepath.Join(tmp, strconv.Itoa(k)), k, 1)
 		if err != nil {
@@ -135,32 +139,79 @@ func paperTimes(ctx context.Context, set tiles.Set, win view.Window, reps, maxDa
 		}
 		var out bytes.Buffer
 		prog := []string{self, "view", "--paper-times", "--dir", ks.Dir, "--window", fmt.Sprintf("%dx%d", win.W, win.H), "--reps", strconv.Itoa(reps)}
+		lm := startLoad()
 		if err := runPcorrun(ctx, bin, k+1, nil, prog, &out, os.Stderr); err != nil {
 			return fmt.Errorf("%d daemons: %w\n%s", k, err, out.Bytes())
 		}
-		if ct[k-1], err = parseTimes(out.Bytes(), len(plans)); err != nil {
+		run := paperRun{daemons: k, load: lm.stop()}
+		if run.pairs, err = parseTimes(out.Bytes(), len(plans), reps); err != nil {
 			return fmt.Errorf("%d daemons: %w", k, err)
 		}
+		runs = append(runs, run)
 	}
-	fmt.Printf("paper regions in a %dx%d window, median of %d, time in ms (ratio to local threads in the same run);\n", win.W, win.H, reps)
-	fmt.Printf("k daemons = pcorrun -n k+1 on this machine; cluster pixels equal local\n")
-	fmt.Printf("%-6s %6s %10s", "region", "tiles", "local")
-	for k := 1; k <= maxDaemons; k++ {
-		fmt.Printf(" %16s", fmt.Sprintf("%d daemon(s)", k))
+	writePaperTable(w, set, win, reps, plans, runs)
+	return nil
+}
+
+// writePaperTable prints the Figure 5 table. The local column is the
+// median of every local render of the region (all runs); a cell is the
+// median of the renders through k daemons, its ratio to the local column
+// (so the printed numbers divide), and in brackets the lowest and
+// highest ratio of a cluster render to the local render made just
+// before it: the spread the machine's noise gives.
+func writePaperTable(w io.Writer, set tiles.Set, win view.Window, reps int, plans []view.Plan, runs []paperRun) {
+	fmt.Fprintf(w, "%dx%d map of %dx%d tiles (%s), %dx%d window; each daemon count is one pcorrun -n k+1 on this machine;\n",
+		set.MapW(), set.MapH(), set.TileW, set.TileH, sourceName(set), win.W, win.H)
+	fmt.Fprintf(w, "%d renders per region and loader, local and cluster in turn; cluster pixels equal local.\n", reps)
+	fmt.Fprintf(w, "ms: median; ratio: cluster median / local median; [lowest-highest] ratio of back-to-back pairs\n\n")
+	fmt.Fprintf(w, "%-9s %5s %9s", "region", "tiles", "local")
+	for _, r := range runs {
+		fmt.Fprintf(w, " %23s", fmt.Sprintf("%d daemon%s", r.daemons, plural(r.daemons)))
 	}
-	fmt.Println()
+	fmt.Fprintln(w)
 	for i, p := range plans {
 		var ls []time.Duration
-		for k := range maxDaemons {
-			ls = append(ls, ct[k][i].local)
+		for _, r := range runs {
+			for _, pr := range r.pairs[i] {
+				ls = append(ls, pr.local)
+			}
 		}
-		fmt.Printf("%-6s %6d %10.1f", prs[i].Name, len(p.Tiles), ms(median(ls)))
-		for k := range maxDaemons {
-			fmt.Printf(" %9.1f (%.2fx)", ms(ct[k][i].cluster), float64(ct[k][i].cluster)/float64(ct[k][i].local))
+		lm := median(ls)
+		fmt.Fprintf(w, "%-9s %5d %9.1f", regionName(i, p), len(p.Tiles), ms(lm))
+		for _, r := range runs {
+			var cs []time.Duration
+			var rs []float64
+			for _, pr := range r.pairs[i] {
+				cs = append(cs, pr.cluster)
+				rs = append(rs, float64(pr.cluster)/float64(pr.local))
+			}
+			cm := median(cs)
+			fmt.Fprintf(w, " %23s", fmt.Sprintf("%.1f %.2fx [%.2f-%.2f]", ms(cm), float64(cm)/float64(lm), slices.Min(rs), slices.Max(rs)))
 		}
-		fmt.Println()
+		fmt.Fprintln(w)
 	}
-	return nil
+	fmt.Fprintln(w)
+	for _, r := range runs {
+		fmt.Fprintf(w, "run with %d daemon%s: %v\n", r.daemons, plural(r.daemons), r.load)
+	}
+}
+
+// regionName is "R7 1:16": the paper's region number and the scale its
+// plan really uses on this tile set.
+func regionName(i int, p view.Plan) string { return fmt.Sprintf("R%d 1:%d", i+1, p.Scale) }
+
+func sourceName(s tiles.Set) string {
+	if s.Source == "" {
+		return "procedural"
+	}
+	return filepath.Base(s.Source)
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

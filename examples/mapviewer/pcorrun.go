@@ -60,6 +60,14 @@ func selfPath() (string, error) {
 	return exe, nil
 }
 
+// appHeartbeat is the directory's heartbeat timeout for the applications
+// the commands start: how long a process may stay silent before it counts
+// as gone. A process that exits or is killed closes its session and
+// counts as gone at once; the timeout only catches a hung process. The
+// default 2 s is too short on a machine shared with much other work,
+// where a process can wait that long for a CPU.
+const appHeartbeat = 10 * time.Second
+
 // stopGrace is how long pcorrun may take to stop its processes after
 // SIGINT before it is killed (its own grace is 3 s per stage).
 const stopGrace = 10 * time.Second
@@ -70,7 +78,7 @@ const stopGrace = 10 * time.Second
 // to every process and waits for them. pcorrun is also told to stop if
 // this process dies.
 func runPcorrun(ctx context.Context, bin string, n int, flags []string, prog []string, stdout, stderr io.Writer) error {
-	args := append([]string{"-n", strconv.Itoa(n)}, flags...)
+	args := append([]string{"-n", strconv.Itoa(n), "--heartbeat-timeout", appHeartbeat.String()}, flags...)
 	cmd := exec.Command(bin, append(args, prog...)...)
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = procAttr()
