@@ -183,19 +183,23 @@ func BenchmarkFibCutoff(b *testing.B) {
 			}
 			times[i] = append(times[i], time.Since(start))
 		}
+		sums := make([]int, procs)
 		start := time.Now()
 		for i := 0; i < procs; i++ {
-			fibSeq(refN)
+			sums[i] = fibSeq(refN)
 		}
 		times[2] = append(times[2], time.Since(start))
 		start = time.Now()
 		var wg sync.WaitGroup
 		for i := 0; i < procs; i++ {
 			wg.Add(1)
-			go func() { defer wg.Done(); fibSeq(refN) }()
+			go func() { defer wg.Done(); sums[i] += fibSeq(refN) }()
 		}
 		wg.Wait()
 		times[3] = append(times[3], time.Since(start))
+		if sums[0] != 2*fibSeq(refN) {
+			b.Fatal(sums)
+		}
 	}
 	b.StopTimer()
 	speedup := float64(median(times[0])) / float64(median(times[1]))

@@ -22,9 +22,7 @@ func FuzzMessages(f *testing.F) {
 	f.Add(uint8(tagTrace)<<1|1, []byte(`[{"name":"x","ph":"X"}]`))
 	f.Add(uint8(tagDone)<<1, []byte{})
 	reg := NewRegistry()
-	var sq *Func[int, int]
-	sq = RegisterIn(reg, "sq", func(ctx context.Context, n int) (int, error) { return n * n, nil }, Fixed[int](), Fixed[int]())
-	_ = sq
+	RegisterIn(reg, "sq", func(ctx context.Context, n int) (int, error) { return n * n, nil }, Fixed[int](), Fixed[int]())
 	node, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: 0xf022})
 	if err != nil {
 		f.Fatal(err)

@@ -92,5 +92,3 @@ func (t *task) addWaiter(c chan struct{}) bool {
 	t.mu.Unlock()
 	return true
 }
-
-func (t *task) done() bool { return t.state.Load() == stateDone }

@@ -24,7 +24,6 @@ type vp struct {
 	tasksRun    atomic.Uint64
 	stealsTried atomic.Uint64
 	stealsWon   atomic.Uint64
-	parked      atomic.Bool
 	traceMu     sync.Mutex
 	trace       []traceEvent
 	cur         *task // task whose body this VP is running (trace)
