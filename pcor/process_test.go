@@ -36,6 +36,12 @@ func runRole(role string) int {
 		return sourcePeer()
 	case "rdma-echo":
 		return rdmaEchoPeer()
+	case "slowsink":
+		return slowSinkPeer()
+	case "idle":
+		return idlePeer()
+	case "bigsink":
+		return bigSinkPeer()
 	}
 	fmt.Fprintln(os.Stderr, "unknown role", role)
 	return 2
