@@ -10,6 +10,7 @@ package fabric
 
 import (
 	"errors"
+	"time"
 )
 
 // MaxDatagramSize is the largest datagram any fabric carries: the largest
@@ -90,4 +91,21 @@ type Port interface {
 	// Close releases the port. It is idempotent; a blocked Receive returns
 	// ErrClosed.
 	Close() error
+}
+
+// Waiter is implemented by ports that a caller can drive itself while it
+// waits for its own message (caller-driven progress): Wait receives like
+// Receive but sleeps on the calling thread, so the datagram that ends the
+// wait needs no hand-over to another thread.
+type Waiter interface {
+	// Wait blocks the calling thread until at least one datagram has
+	// arrived and stores up to len(msgs) of them in msgs (aliasing port
+	// memory, as Receive does). It returns 0 and a nil error when
+	// Interrupt was called before or during the wait, and an error
+	// satisfying errors.Is(err, os.ErrDeadlineExceeded) once a non-zero
+	// deadline has passed.
+	Wait(msgs [][]byte, deadline time.Time) (int, error)
+
+	// Interrupt makes the Wait in progress, or else the next one, return.
+	Interrupt() error
 }

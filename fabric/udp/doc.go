@@ -28,14 +28,30 @@
 // buffers are 64 KiB each and owned by the port, so the slices returned by
 // Receive and Poll alias port memory that stays valid until the next call.
 //
-// # Blocking
+// # Blocking and waiting
 //
-// The socket stays in non-blocking mode and all waiting goes through Go's
-// network poller (syscall.RawConn): a blocking Receive parks its goroutine
-// until the socket is readable, and a Send that meets a full socket buffer
-// (EAGAIN) parks until it is writable; nothing spins. Close wakes a blocked
-// Receive or Send, which then return fabric.ErrClosed. SetReceiveDeadline
-// and SetSendDeadline bound the waits.
+// The socket is bound through package net and then taken out of Go's
+// network poller: the port keeps a blocking descriptor of its own and
+// every call that must not wait says so (MSG_DONTWAIT). Receive and Wait
+// sleep in recvmmsg (MSG_WAITFORONE) on the calling goroutine's OS
+// thread, so a datagram wakes the thread that waits for it and no other:
+// no poller thread is woken first to hand the goroutine over (on a VM whose
+// idle vCPUs halt, each such hand-over costs tens of microseconds). Wait
+// is meant for a caller that drives the port while it waits for its own
+// message; Interrupt ends it, by an empty datagram the socket sends itself
+// (taken for an interrupt by its source address and never handed over).
+// Deadlines bound the sleep through SO_RCVTIMEO. A Send that meets a full
+// socket buffer waits in poll(2) for room. Close shuts the socket down,
+// which wakes every call blocked on it (they return fabric.ErrClosed), and
+// closes the descriptor once they have left.
+//
+// # Socket buffers
+//
+// Socket buffers default to 8 MiB; as root they are forced past
+// net.core.rmem_max/wmem_max with SO_RCVBUFFORCE/SO_SNDBUFFORCE, so a
+// burst of a full window of fragments fits. SocketBuffers reports what the
+// kernel granted; Stats.RecvOverflows is the kernel's count of datagrams
+// dropped for a full receive buffer (SO_RXQ_OVFL).
 //
 // # Datagram size and MTU
 //
@@ -53,6 +69,5 @@
 //
 // Sockets are bound with SO_REUSEADDR and SO_REUSEPORT
 // (github.com/libp2p/go-reuseport), so a restarted process can rebind its
-// port at once. Socket buffers default to 8 MiB; as root they are forced
-// past net.core.rmem_max/wmem_max with SO_RCVBUFFORCE/SO_SNDBUFFORCE.
+// port at once.
 package udp

@@ -7,8 +7,8 @@ import (
 )
 
 // The sendmmsg and recvmmsg system calls, which x/sys/unix does not wrap.
-// The socket is non-blocking; EAGAIN is handled by the callers through the
-// network poller.
+// The socket is blocking: sendmmsg never waits (MSG_DONTWAIT), recvmmsg
+// waits or not as flags say.
 
 func sendmmsg(fd uintptr, hs []unix.Mmsghdr) (int, unix.Errno) {
 	r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), unix.MSG_DONTWAIT, 0, 0)
@@ -18,8 +18,8 @@ func sendmmsg(fd uintptr, hs []unix.Mmsghdr) (int, unix.Errno) {
 	return int(r), 0
 }
 
-func recvmmsg(fd uintptr, hs []unix.Mmsghdr) (int, unix.Errno) {
-	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), unix.MSG_DONTWAIT, 0, 0)
+func recvmmsg(fd uintptr, hs []unix.Mmsghdr, flags int) (int, unix.Errno) {
+	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), uintptr(flags), 0, 0)
 	if e != 0 {
 		return 0, e
 	}

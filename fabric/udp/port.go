@@ -10,7 +10,6 @@ import (
 	"net/netip"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/libp2p/go-reuseport"
@@ -23,17 +22,23 @@ import (
 const Kind = "udp"
 
 // Port is a fabric.Port on one UDP socket. Any number of goroutines may
-// call Send concurrently; one goroutine at a time calls Receive or Poll.
+// call Send concurrently; one goroutine at a time calls Receive, Poll or
+// Wait.
 type Port struct {
 	id     uint64 // distinguishes ports in Endpoint MTU caches
 	cfg    Config
-	conn   *net.UDPConn
-	rc     syscall.RawConn
-	family int // AF_INET or AF_INET6
+	fd     int
+	fdMu   sync.RWMutex // read-held while fd is in use; Close write-holds it to close fd
+	family int          // AF_INET or AF_INET6
 	local  *Endpoint
+	wake   *Endpoint // where Interrupt sends its empty datagram (this socket)
+
+	rdeadline atomic.Int64 // receive deadline, unix nanoseconds (0: none)
+	wdeadline atomic.Int64 // send deadline
 
 	gso    atomic.Bool // GSO in use for sends
 	gro    bool        // UDP_GRO enabled on the socket
+	ovfl   bool        // SO_RXQ_OVFL enabled on the socket
 	rcvBuf int         // socket buffer sizes the kernel granted
 	sndBuf int
 
@@ -49,13 +54,18 @@ type Port struct {
 	st stats
 }
 
-var _ fabric.Port = (*Port)(nil)
+var (
+	_ fabric.Port   = (*Port)(nil)
+	_ fabric.Waiter = (*Port)(nil)
+)
 
 var portIDs atomic.Uint64
 
 // Listen opens a UDP port bound to addr ("ip:port"; port 0 picks a free
 // one; ":port" binds every address, IPv4 and IPv6) with SO_REUSEADDR and
-// SO_REUSEPORT set.
+// SO_REUSEPORT set. The socket is bound through package net and then taken
+// out of Go's network poller: the port waits in its own system calls (see
+// Wait), so that a datagram wakes the thread that waits for it and no other.
 func Listen(addr string, cfg Config) (*Port, error) {
 	cfg = cfg.withDefaults()
 	if cfg.BatchSize < 1 || cfg.BatchSize > MaxBatchSize {
@@ -72,30 +82,52 @@ func Listen(addr string, cfg Config) (*Port, error) {
 	if err != nil {
 		return nil, fmt.Errorf("udp: listen %s: %w", addr, err)
 	}
-	conn := pc.(*net.UDPConn)
-	p := &Port{id: portIDs.Add(1), cfg: cfg, conn: conn}
+	fd, err := detach(pc.(*net.UDPConn))
+	if err != nil {
+		return nil, err
+	}
+	p := &Port{id: portIDs.Add(1), cfg: cfg, fd: fd}
 	if err := p.setup(); err != nil {
-		conn.Close()
+		unix.Close(fd)
 		return nil, err
 	}
 	return p, nil
 }
 
-func (p *Port) setup() error {
-	rc, err := p.conn.SyscallConn()
+// detach takes the socket of c out of the network poller: it duplicates
+// the descriptor, closes c (which removes it from the poller) and makes the
+// copy blocking. Every call on it that must not block says MSG_DONTWAIT.
+func detach(c *net.UDPConn) (int, error) {
+	rc, err := c.SyscallConn()
 	if err != nil {
-		return fmt.Errorf("udp: %w", err)
+		c.Close()
+		return -1, fmt.Errorf("udp: %w", err)
 	}
-	p.rc = rc
-	var sa unix.Sockaddr
-	var serr error
-	gsoOK := false
-	cerr := rc.Control(func(fd uintptr) {
-		s := int(fd)
-		sa, serr = unix.Getsockname(s)
-		if serr != nil {
-			return
+	fd := -1
+	var derr error
+	if err := rc.Control(func(s uintptr) {
+		fd, derr = unix.FcntlInt(s, unix.F_DUPFD_CLOEXEC, 0)
+	}); err != nil {
+		derr = err
+	}
+	c.Close()
+	if derr == nil {
+		derr = unix.SetNonblock(fd, false)
+	}
+	if derr != nil {
+		if fd >= 0 {
+			unix.Close(fd)
 		}
+		return -1, fmt.Errorf("udp: taking the socket from the poller: %w", derr)
+	}
+	return fd, nil
+}
+
+func (p *Port) setup() error {
+	gsoOK := false
+	s := p.fd
+	sa, serr := unix.Getsockname(s)
+	if serr == nil {
 		p.rcvBuf = setBuffer(s, unix.SO_RCVBUFFORCE, unix.SO_RCVBUF, p.cfg.RecvBuffer)
 		p.sndBuf = setBuffer(s, unix.SO_SNDBUFFORCE, unix.SO_SNDBUF, p.cfg.SendBuffer)
 		if !p.cfg.DisableGRO {
@@ -106,9 +138,9 @@ func (p *Port) setup() error {
 			_, e := unix.GetsockoptInt(s, unix.IPPROTO_UDP, unix.UDP_SEGMENT)
 			gsoOK = e == nil
 		}
-	})
-	if cerr != nil {
-		return fmt.Errorf("udp: %w", cerr)
+		// The kernel's count of datagrams dropped for a full receive
+		// buffer comes with every datagram (Stats.RecvOverflows).
+		p.ovfl = unix.SetsockoptInt(s, unix.SOL_SOCKET, unix.SO_RXQ_OVFL, 1) == nil
 	}
 	if serr != nil {
 		return fmt.Errorf("udp: getsockname: %w", serr)
@@ -124,7 +156,11 @@ func (p *Port) setup() error {
 	default:
 		return fmt.Errorf("udp: unexpected socket address %T", sa)
 	}
+	var err error
 	if p.local, err = endpointOf(ap); err != nil {
+		return err
+	}
+	if p.wake, err = endpointOf(netip.AddrPortFrom(wakeAddr(ap.Addr(), p.family), ap.Port())); err != nil {
 		return err
 	}
 	p.gso.Store(gsoOK)
@@ -134,6 +170,18 @@ func (p *Port) setup() error {
 	p.rx = newReceiver(p)
 	p.sendPool.New = func() any { return newSender(p) }
 	return nil
+}
+
+// wakeAddr is the address by which the socket reaches itself: its own,
+// or loopback when bound to the wildcard.
+func wakeAddr(a netip.Addr, family int) netip.Addr {
+	if !a.IsUnspecified() {
+		return a
+	}
+	if family == unix.AF_INET6 {
+		return netip.IPv6Loopback()
+	}
+	return netip.AddrFrom4([4]byte{127, 0, 0, 1})
 }
 
 // setBuffer asks for size bytes of socket buffer, forcing past the system
@@ -184,30 +232,68 @@ func (p *Port) SocketBuffers() (recv, send int) { return p.rcvBuf, p.sndBuf }
 // SetReceiveDeadline bounds the wait of Receive: after t a blocked or new
 // Receive returns an error satisfying errors.Is(err, os.ErrDeadlineExceeded).
 // The zero time means no deadline.
-func (p *Port) SetReceiveDeadline(t time.Time) error { return p.conn.SetReadDeadline(t) }
+func (p *Port) SetReceiveDeadline(t time.Time) error {
+	if p.closed.Load() {
+		return fabric.ErrClosed
+	}
+	p.rdeadline.Store(unixNano(t))
+	// A Receive blocked meanwhile looks at the new deadline.
+	p.Interrupt()
+	return nil
+}
 
 // SetSendDeadline bounds how long Send waits for room in a full socket
 // buffer. The zero time means no deadline.
-func (p *Port) SetSendDeadline(t time.Time) error { return p.conn.SetWriteDeadline(t) }
+func (p *Port) SetSendDeadline(t time.Time) error {
+	if p.closed.Load() {
+		return fabric.ErrClosed
+	}
+	p.wdeadline.Store(unixNano(t))
+	return nil
+}
 
-// Close closes the socket. A blocked Receive or Send returns
+func unixNano(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return max(t.UnixNano(), 1)
+}
+
+// use holds the descriptor open for a call; false means the port is
+// closed. Every use ends with p.fdMu.RUnlock.
+func (p *Port) use() bool {
+	p.fdMu.RLock()
+	if p.closed.Load() {
+		p.fdMu.RUnlock()
+		return false
+	}
+	return true
+}
+
+// Close closes the socket. A blocked Receive, Wait or Send returns
 // fabric.ErrClosed. Close is idempotent.
 func (p *Port) Close() error {
 	var err error
 	p.closeOnce.Do(func() {
 		p.closed.Store(true)
-		err = p.conn.Close()
+		// Shutting the socket down wakes the calls blocked on it; the
+		// descriptor is closed once they have left.
+		unix.Shutdown(p.fd, unix.SHUT_RDWR)
+		p.fdMu.Lock()
+		err = unix.Close(p.fd)
+		p.fd = -1
+		p.fdMu.Unlock()
 		p.probe.close()
 	})
 	return err
 }
 
-// mapErr turns the poller's closed error into fabric.ErrClosed.
+// mapErr turns errors met after Close into fabric.ErrClosed.
 func (p *Port) mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, net.ErrClosed) || p.closed.Load() {
+	if p.closed.Load() {
 		return fabric.ErrClosed
 	}
 	return err

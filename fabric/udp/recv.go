@@ -3,7 +3,9 @@
 package udp
 
 import (
+	"encoding/binary"
 	"os"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -15,74 +17,135 @@ import (
 // UDP datagram or GRO-coalesced run.
 const RecvBufferSize = 1 << 16
 
-// groCmsgSpace is the room of one UDP_GRO control message (an int).
-var groCmsgSpace = unix.CmsgSpace(4)
+// Room for the control messages of one received buffer: UDP_GRO's segment
+// size and SO_RXQ_OVFL's drop count (an int and a uint32).
+var (
+	groCmsgSpace  = unix.CmsgSpace(4)
+	ovflCmsgSpace = unix.CmsgSpace(4)
+)
+
+// How a receive waits.
+const (
+	recvPoll  = iota // never: Poll
+	recvBlock        // until a datagram arrives: Receive
+	recvWait         // until a datagram, Interrupt or the deadline: Wait
+)
 
 // receiver owns the receive buffers and recvmmsg arrays of a port. The
 // datagrams of one recvmmsg call (after GRO buffers are split) wait in segs
 // until the caller has taken them all; only then are the buffers reused.
 type receiver struct {
-	p    *Port
-	hdrs []unix.Mmsghdr
-	iovs []unix.Iovec
-	buf  []byte
-	ctrl []byte
-	segs [][]byte
-	next int
+	p     *Port
+	hdrs  []unix.Mmsghdr
+	iovs  []unix.Iovec
+	names []unix.RawSockaddrInet6
+	buf   []byte
+	ctrl  []byte
+	cspc  int // control room per buffer
+	segs  [][]byte
+	next  int
+	woken bool // an interrupt came in the last call
 
-	count int
-	n     int
-	errno unix.Errno
-	block bool
-	rdFn  func(uintptr) bool
-	ctlFn func(uintptr)
+	timeo int64 // SO_RCVTIMEO now set on the socket, nanoseconds (0: none)
 }
 
 func newReceiver(p *Port) *receiver {
 	b := p.cfg.BatchSize
 	r := &receiver{
-		p:    p,
-		hdrs: make([]unix.Mmsghdr, b),
-		iovs: make([]unix.Iovec, b),
-		buf:  make([]byte, b*RecvBufferSize),
-		ctrl: make([]byte, b*groCmsgSpace),
-		segs: make([][]byte, 0, b*maxGSOSegments),
+		p:     p,
+		hdrs:  make([]unix.Mmsghdr, b),
+		iovs:  make([]unix.Iovec, b),
+		names: make([]unix.RawSockaddrInet6, b),
+		buf:   make([]byte, b*RecvBufferSize),
+		segs:  make([][]byte, 0, b*maxGSOSegments),
 	}
+	if p.gro {
+		r.cspc += groCmsgSpace
+	}
+	if p.ovfl {
+		r.cspc += ovflCmsgSpace
+	}
+	r.ctrl = make([]byte, b*r.cspc)
 	for i := range r.hdrs {
 		r.iovs[i].Base = &r.buf[i*RecvBufferSize]
 		r.iovs[i].SetLen(RecvBufferSize)
 		h := &r.hdrs[i].Hdr
 		h.Iov = &r.iovs[i]
 		h.SetIovlen(1)
-		if p.gro {
-			h.Control = &r.ctrl[i*groCmsgSpace]
+		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
+		if r.cspc > 0 {
+			h.Control = &r.ctrl[i*r.cspc]
 		}
 	}
-	r.rdFn = r.attempt
-	r.ctlFn = func(fd uintptr) { r.attempt(fd) }
 	return r
 }
 
 // Receive blocks until at least one datagram has arrived and stores up to
 // len(msgs) of them in msgs. The slices alias the port's buffers and stay
-// valid until the next Receive or Poll. GRO-coalesced buffers come back as
-// the separate datagrams they were sent as. After Close it returns
+// valid until the next Receive, Poll or Wait. GRO-coalesced buffers come
+// back as the separate datagrams they were sent as. After Close it returns
 // fabric.ErrClosed; after the deadline set by SetReceiveDeadline, an error
 // satisfying errors.Is(err, os.ErrDeadlineExceeded).
-func (p *Port) Receive(msgs [][]byte) (int, error) { return p.receive(msgs, true) }
+func (p *Port) Receive(msgs [][]byte) (int, error) {
+	return p.receive(msgs, recvBlock, p.rdeadline.Load())
+}
 
 // Poll is Receive that never blocks: it returns 0 when nothing waits.
-func (p *Port) Poll(msgs [][]byte) (int, error) { return p.receive(msgs, false) }
+func (p *Port) Poll(msgs [][]byte) (int, error) { return p.receive(msgs, recvPoll, 0) }
 
-func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
-	if p.closed.Load() {
-		return 0, fabric.ErrClosed
+// Wait is Receive on the calling goroutine's own OS thread, for a caller
+// that drives the port itself while it waits for its own message: the
+// thread sleeps in the kernel, in recvmmsg, and the datagram that ends the
+// wait wakes it and no other thread. Wait also returns, with 0 datagrams
+// and a nil error, when Interrupt is called (before or during the wait),
+// and with an error satisfying errors.Is(err, os.ErrDeadlineExceeded) once
+// deadline (if not zero) has passed.
+func (p *Port) Wait(msgs [][]byte, deadline time.Time) (int, error) {
+	return p.receive(msgs, recvWait, unixNano(deadline))
+}
+
+// Interrupt makes a Wait in progress return, or the next one if none is:
+// it sends the socket an empty datagram from itself, which Receive, Poll
+// and Wait take for an interrupt and do not hand over. Interrupts do not
+// pile up beyond what the socket buffer holds; an interrupt taken by
+// Receive or Poll is gone.
+func (p *Port) Interrupt() error {
+	if !p.use() {
+		return fabric.ErrClosed
 	}
+	defer p.fdMu.RUnlock()
+	name, namelen, _ := p.wake.sockaddr(p.family)
+	for {
+		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.fd), 0, 0, unix.MSG_DONTWAIT,
+			uintptr(unsafe.Pointer(name)), uintptr(namelen))
+		switch e {
+		case 0:
+			p.st.interrupts.Add(1)
+			return nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN, unix.ENOBUFS:
+			// The socket's send buffer is full, so a Wait on it is about
+			// to return anyway.
+			return nil
+		}
+		return os.NewSyscallError("sendto", e)
+	}
+}
+
+func (p *Port) receive(msgs [][]byte, how int, deadline int64) (int, error) {
 	if len(msgs) == 0 {
+		if p.closed.Load() {
+			return 0, fabric.ErrClosed
+		}
 		return 0, nil
 	}
 	p.recvMu.Lock()
 	defer p.recvMu.Unlock()
+	if !p.use() {
+		return 0, fabric.ErrClosed
+	}
+	defer p.fdMu.RUnlock()
 	r := p.rx
 	for {
 		if r.next < len(r.segs) {
@@ -91,75 +154,101 @@ func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
 			p.st.recvDatagrams.Add(uint64(n))
 			return n, nil
 		}
-		got, err := r.fill(min(len(msgs), len(r.hdrs)), block)
+		if how == recvBlock {
+			// SetReceiveDeadline may have moved it meanwhile.
+			deadline = p.rdeadline.Load()
+		}
+		_, err := r.fill(min(len(msgs), len(r.hdrs)), how, deadline)
+		if p.closed.Load() {
+			return 0, fabric.ErrClosed
+		}
 		if err != nil {
-			return 0, p.mapErr(err)
+			return 0, err
 		}
-		if got == 0 && !block {
-			return 0, nil
+		if len(r.segs) > 0 {
+			continue
 		}
-		// Every buffer may have been dropped as truncated: a blocking
-		// Receive then waits again, a Poll looks once more and gives up.
-		if len(r.segs) == 0 && !block {
+		// Nothing to hand over: nothing waited (Poll), an interrupt came
+		// (Wait returns; Receive looks at its deadline again), or every
+		// buffer was dropped as truncated.
+		if how == recvPoll || how == recvWait && r.woken {
 			return 0, nil
 		}
 	}
 }
 
-// fill runs one recvmmsg for up to count buffers (through the poller when
-// block is set) and splits what arrived into r.segs.
-func (r *receiver) fill(count int, block bool) (int, error) {
-	r.segs, r.next = r.segs[:0], 0
-	ctl := 0
-	if r.p.gro {
-		ctl = groCmsgSpace
-	}
+// fill runs one recvmmsg for up to count buffers and splits what arrived
+// into r.segs. A blocking call sleeps in the kernel until the first
+// datagram (MSG_WAITFORONE), bounded by the deadline through SO_RCVTIMEO.
+func (r *receiver) fill(count, how int, deadline int64) (int, error) {
+	r.segs, r.next, r.woken = r.segs[:0], 0, false
 	for i := range r.hdrs[:count] {
-		r.hdrs[i].Hdr.SetControllen(ctl)
-		r.hdrs[i].Hdr.Flags = 0
+		h := &r.hdrs[i].Hdr
+		h.SetControllen(r.cspc)
+		h.Flags = 0
+		h.Namelen = unix.SizeofSockaddrInet6
 	}
-	r.count, r.n, r.errno, r.block = count, 0, 0, block
-	var err error
-	if block {
-		err = r.p.rc.Read(r.rdFn)
-	} else {
-		err = r.p.rc.Control(r.ctlFn)
+	flags := unix.MSG_DONTWAIT
+	if how != recvPoll {
+		flags = unix.MSG_WAITFORONE
 	}
-	if err != nil {
-		return 0, err
-	}
-	if r.errno != 0 {
-		return 0, os.NewSyscallError("recvmmsg", r.errno)
-	}
-	if r.n > 0 {
-		r.p.st.recvCalls.Add(1)
-		r.split(r.n)
-	}
-	return r.n, nil
-}
-
-// attempt runs recvmmsg; false asks the poller to wait for readability.
-func (r *receiver) attempt(fd uintptr) bool {
 	for {
-		n, e := recvmmsg(fd, r.hdrs[:r.count])
+		if how != recvPoll {
+			if err := r.setTimeout(deadline); err != nil {
+				return 0, err
+			}
+		}
+		n, e := recvmmsg(uintptr(r.p.fd), r.hdrs[:count], flags)
 		switch e {
 		case 0:
-			r.n = n
-			return true
+			if n > 0 {
+				r.p.st.recvCalls.Add(1)
+				r.split(n)
+			}
+			return n, nil
 		case unix.EAGAIN:
-			return !r.block
+			if how == recvPoll {
+				return 0, nil
+			}
+			// SO_RCVTIMEO ran out: the deadline, or an earlier bound.
 		case unix.EINTR, unix.ECONNREFUSED, unix.EHOSTUNREACH, unix.ENETUNREACH:
 			// Interrupted, or an ICMP error reported on the socket
 			// (reading it clears it): look again.
 		default:
-			r.errno = e
-			return true
+			return 0, os.NewSyscallError("recvmmsg", e)
+		}
+		if r.p.closed.Load() {
+			return 0, fabric.ErrClosed
 		}
 	}
 }
 
+// setTimeout bounds the next blocking recvmmsg by the deadline.
+func (r *receiver) setTimeout(deadline int64) error {
+	var d int64
+	if deadline != 0 {
+		d = deadline - time.Now().UnixNano()
+		if d <= 0 {
+			return os.ErrDeadlineExceeded
+		}
+		d = max(d, int64(time.Microsecond))
+	}
+	if d == r.timeo {
+		return nil
+	}
+	tv := unix.NsecToTimeval(d)
+	if d > 0 && tv.Sec == 0 && tv.Usec == 0 {
+		tv.Usec = 1
+	}
+	if err := unix.SetsockoptTimeval(r.p.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+		return os.NewSyscallError("setsockopt", err)
+	}
+	r.timeo = d
+	return nil
+}
+
 // split turns the n filled buffers into datagrams, cutting GRO buffers at
-// their segment size.
+// their segment size and leaving out interrupts.
 func (r *receiver) split(n int) {
 	var trunc, gro uint64
 	for i := range r.hdrs[:n] {
@@ -168,12 +257,16 @@ func (r *receiver) split(n int) {
 			trunc++
 			continue
 		}
+		seg, drops := r.control(i, int(h.Hdr.Controllen))
+		if drops > 0 {
+			r.p.st.noteOverflow(drops)
+		}
+		if h.Len == 0 && r.fromSelf(i, int(h.Hdr.Namelen)) {
+			r.woken = true
+			continue
+		}
 		off := i * RecvBufferSize
 		buf := r.buf[off : off+int(h.Len) : off+int(h.Len)]
-		seg := 0
-		if r.p.gro {
-			seg = r.groSize(i, int(h.Hdr.Controllen))
-		}
 		if seg <= 0 || seg >= len(buf) {
 			r.segs = append(r.segs, buf)
 			continue
@@ -193,21 +286,44 @@ func (r *receiver) split(n int) {
 	}
 }
 
-// groSize returns the segment size from buffer i's UDP_GRO control
-// message, or 0 when there is none.
-func (r *receiver) groSize(i, clen int) int {
-	ctrl := r.ctrl[i*groCmsgSpace:]
-	clen = min(clen, groCmsgSpace)
+// fromSelf reports whether buffer i came from this socket (an interrupt).
+func (r *receiver) fromSelf(i, namelen int) bool {
+	w := r.p.wake
+	sa := &r.names[i]
+	switch {
+	case sa.Family == unix.AF_INET && namelen >= unix.SizeofSockaddrInet4:
+		s4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
+		return w.is4 && s4.Port == w.sa4.Port && s4.Addr == w.sa4.Addr
+	case sa.Family == unix.AF_INET6 && namelen >= unix.SizeofSockaddrInet6:
+		return sa.Port == w.sa6.Port && sa.Addr == w.sa6.Addr
+	}
+	return false
+}
+
+// control reads buffer i's control messages: the GRO segment size (0 when
+// there is none) and the socket's count of overflow drops (0 when absent).
+func (r *receiver) control(i, clen int) (seg int, drops uint32) {
+	if r.cspc == 0 {
+		return 0, 0
+	}
+	ctrl := r.ctrl[i*r.cspc:]
+	clen = min(clen, r.cspc)
 	for off := 0; off+unix.SizeofCmsghdr <= clen; {
 		c := (*unix.Cmsghdr)(unsafe.Pointer(&ctrl[off]))
 		l := int(c.Len)
 		if l < unix.SizeofCmsghdr || off+l > clen {
-			return 0
+			break
 		}
-		if c.Level == unix.IPPROTO_UDP && c.Type == unix.UDP_GRO && l >= unix.CmsgLen(4) {
-			return int(*(*int32)(unsafe.Pointer(&ctrl[off+unix.CmsgLen(0)])))
+		if l >= unix.CmsgLen(4) {
+			v := binary.NativeEndian.Uint32(ctrl[off+unix.CmsgLen(0):])
+			switch {
+			case c.Level == unix.IPPROTO_UDP && c.Type == unix.UDP_GRO:
+				seg = int(int32(v))
+			case c.Level == unix.SOL_SOCKET && c.Type == unix.SO_RXQ_OVFL:
+				drops = v
+			}
 		}
 		off += unix.CmsgSpace(l - unix.CmsgLen(0))
 	}
-	return 0
+	return seg, drops
 }

@@ -4,6 +4,8 @@ package udp
 
 import (
 	"fmt"
+	"os"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -30,13 +32,9 @@ type sender struct {
 	niov int   // high-water marks of iovecs and messages used,
 	nhdr int   // cleared on release
 
-	// state of one transmit, kept here so the poller callbacks below are
-	// built once and do not allocate per call
+	// state of one transmit
 	sent  int
 	errno unix.Errno
-	wait  bool
-	ctlFn func(uintptr)
-	wrFn  func(uintptr) bool
 }
 
 func newSender(p *Port) any {
@@ -54,8 +52,6 @@ func newSender(p *Port) any {
 		c.Type = unix.UDP_SEGMENT
 		c.SetLen(unix.CmsgLen(2))
 	}
-	s.ctlFn = func(fd uintptr) { s.wait = !s.attempt(fd) }
-	s.wrFn = s.attempt
 	return s
 }
 
@@ -67,9 +63,10 @@ func newSender(p *Port) any {
 // Datagrams to an unreachable destination are dropped (Stats.SendDropped)
 // as a network would drop them. A full socket buffer makes Send wait.
 func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
-	if p.closed.Load() {
+	if !p.use() {
 		return 0, fabric.ErrClosed
 	}
+	defer p.fdMu.RUnlock()
 	if len(dgs) == 0 {
 		return 0, nil
 	}
@@ -230,24 +227,53 @@ func (s *sender) dgCount(m int) int {
 
 // transmit sends the built messages. It returns how many messages the
 // kernel took (or dropped as undeliverable), the errno that stopped it at
-// the next one, or a poller error (closed port, deadline).
+// the next one, or an error of the wait for room (closed port, deadline).
+// The descriptor is in use (p.use).
 func (s *sender) transmit() (int, unix.Errno, error) {
-	s.sent, s.errno, s.wait = 0, 0, false
-	// First try without the poller's write lock, so concurrent Sends do
-	// not serialise; only a full socket buffer goes through the poller.
-	if err := s.p.rc.Control(s.ctlFn); err != nil {
-		return s.sent, 0, err
-	}
-	if s.wait {
-		if err := s.p.rc.Write(s.wrFn); err != nil {
+	s.sent, s.errno = 0, 0
+	for !s.attempt(uintptr(s.p.fd)) {
+		if err := s.p.waitWritable(); err != nil {
 			return s.sent, 0, err
 		}
 	}
 	return s.sent, s.errno, nil
 }
 
+// waitWritable waits for room in the socket's send buffer, until the send
+// deadline or Close.
+func (p *Port) waitWritable() error {
+	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLOUT}}
+	for {
+		if p.closed.Load() {
+			return fabric.ErrClosed
+		}
+		// Wake now and then to notice Close (shutdown also wakes poll).
+		ms := 100
+		if dl := p.wdeadline.Load(); dl != 0 {
+			d := dl - time.Now().UnixNano()
+			if d <= 0 {
+				return os.ErrDeadlineExceeded
+			}
+			ms = min(ms, int((d+int64(time.Millisecond)-1)/int64(time.Millisecond)))
+		}
+		n, err := unix.Poll(fds, ms)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return os.NewSyscallError("poll", err)
+		}
+		if n > 0 {
+			if p.closed.Load() {
+				return fabric.ErrClosed
+			}
+			return nil
+		}
+	}
+}
+
 // attempt sends messages until all are taken, an error stops it (true) or
-// the socket buffer is full (false: wait for writability and call again).
+// the socket buffer is full (false: wait for room and call again).
 func (s *sender) attempt(fd uintptr) bool {
 	st := &s.p.st
 	for s.sent < s.nmsg {

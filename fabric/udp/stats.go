@@ -18,12 +18,28 @@ type Stats struct {
 	RecvDatagrams uint64 // datagrams handed to the caller
 	GROBuffers    uint64 // received buffers that held more than one datagram
 	RecvTruncated uint64 // datagrams dropped because they did not fit a buffer
+	// RecvOverflows is the kernel's count of datagrams dropped because the
+	// socket's receive buffer was full (SO_RXQ_OVFL), as of the last
+	// datagram received.
+	RecvOverflows uint64
+	Interrupts    uint64 // Interrupt calls that sent their datagram
 }
 
 type stats struct {
 	sendCalls, sentDatagrams, gsoSends, gsoSegments, gsoFallbacks atomic.Uint64
 	sendWaits, sendDropped                                        atomic.Uint64
 	recvCalls, recvDatagrams, groBuffers, recvTruncated           atomic.Uint64
+	recvOverflows, interrupts                                     atomic.Uint64
+}
+
+// noteOverflow records the kernel's drop count (it only grows).
+func (s *stats) noteOverflow(n uint32) {
+	for {
+		old := s.recvOverflows.Load()
+		if uint64(n) <= old || s.recvOverflows.CompareAndSwap(old, uint64(n)) {
+			return
+		}
+	}
 }
 
 // Stats returns a snapshot of the port's counters.
@@ -41,5 +57,7 @@ func (p *Port) Stats() Stats {
 		RecvDatagrams: s.recvDatagrams.Load(),
 		GROBuffers:    s.groBuffers.Load(),
 		RecvTruncated: s.recvTruncated.Load(),
+		RecvOverflows: s.recvOverflows.Load(),
+		Interrupts:    s.interrupts.Load(),
 	}
 }

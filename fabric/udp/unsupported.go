@@ -4,6 +4,7 @@ package udp
 
 import (
 	"errors"
+	"time"
 
 	"github.com/pcor-go/pcor/fabric"
 )
@@ -15,7 +16,10 @@ var ErrUnsupported = errors.New("udp: the UDP fabric needs Linux")
 // Port is not available on this system; Listen always fails.
 type Port struct{}
 
-var _ fabric.Port = (*Port)(nil)
+var (
+	_ fabric.Port   = (*Port)(nil)
+	_ fabric.Waiter = (*Port)(nil)
+)
 
 // Listen returns ErrUnsupported.
 func Listen(addr string, cfg Config) (*Port, error) { return nil, ErrUnsupported }
@@ -30,3 +34,5 @@ func (*Port) ParseEndpoint(string) (fabric.Endpoint, error) { return nil, ErrUns
 func (*Port) Kind() string                                  { return "udp" }
 func (*Port) Alloc(n int) []byte                            { return make([]byte, n) }
 func (*Port) Close() error                                  { return nil }
+func (*Port) Wait([][]byte, time.Time) (int, error)         { return 0, ErrUnsupported }
+func (*Port) Interrupt() error                              { return ErrUnsupported }

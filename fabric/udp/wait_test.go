@@ -1,0 +1,197 @@
+//go:build linux
+
+package udp
+
+import (
+	"errors"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric"
+)
+
+type waitResult struct {
+	n   int
+	err error
+	at  time.Time
+}
+
+func waitAsync(p *Port, msgs [][]byte, deadline time.Time) chan waitResult {
+	c := make(chan waitResult, 1)
+	go func() {
+		n, err := p.Wait(msgs, deadline)
+		c <- waitResult{n, err, time.Now()}
+	}()
+	return c
+}
+
+func mustNotReturn(t *testing.T, c chan waitResult, d time.Duration) {
+	t.Helper()
+	select {
+	case r := <-c:
+		t.Fatalf("Wait returned early: %d, %v", r.n, r.err)
+	case <-time.After(d):
+	}
+}
+
+func mustReturn(t *testing.T, c chan waitResult) waitResult {
+	t.Helper()
+	select {
+	case r := <-c:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("Wait did not return")
+	}
+	return waitResult{}
+}
+
+func TestWaitInterrupt(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "0.0.0.0:0", "[::1]:0", "[::]:0"} {
+		p, err := Listen(addr, Config{})
+		if err != nil {
+			t.Logf("%s: %v", addr, err)
+			continue
+		}
+		msgs := make([][]byte, 4)
+		c := waitAsync(p, msgs, time.Time{})
+		mustNotReturn(t, c, 30*time.Millisecond)
+		if err := p.Interrupt(); err != nil {
+			t.Fatalf("%s: Interrupt: %v", addr, err)
+		}
+		if r := mustReturn(t, c); r.n != 0 || r.err != nil {
+			t.Fatalf("%s: interrupted Wait = %d, %v; want 0, nil", addr, r.n, r.err)
+		}
+		// An interrupt sent before the wait ends the next one.
+		p.Interrupt()
+		if n, err := p.Wait(msgs, time.Now().Add(5*time.Second)); n != 0 || err != nil {
+			t.Fatalf("%s: Wait after Interrupt = %d, %v", addr, n, err)
+		}
+		// It is gone once taken.
+		if n, err := p.Wait(msgs, time.Now().Add(20*time.Millisecond)); !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("%s: second Wait = %d, %v; want the deadline", addr, n, err)
+		}
+		// Receive and Poll never hand an interrupt over.
+		p.Interrupt()
+		if n, err := p.Poll(msgs); n != 0 || err != nil {
+			t.Fatalf("%s: Poll with an interrupt queued = %d, %v", addr, n, err)
+		}
+		if st := p.Stats(); st.Interrupts != 3 || st.RecvDatagrams != 0 {
+			t.Errorf("%s: stats %+v", addr, st)
+		}
+		p.Close()
+	}
+}
+
+func TestWaitData(t *testing.T) {
+	a := listen(t, "127.0.0.1:0", Config{})
+	b := listen(t, "127.0.0.1:0", Config{})
+	msgs := make([][]byte, 8)
+	c := waitAsync(b, msgs, time.Time{})
+	mustNotReturn(t, c, 20*time.Millisecond)
+	// An empty datagram from another socket is data, not an interrupt.
+	to := endpoint(t, b)
+	dgs := []fabric.Datagram{{To: to}, {Body: []byte("x"), To: to}}
+	if _, err := a.Send(dgs); err != nil {
+		t.Fatal(err)
+	}
+	r := mustReturn(t, c)
+	if r.err != nil || r.n < 1 {
+		t.Fatalf("Wait = %d, %v", r.n, r.err)
+	}
+	got := append([][]byte(nil), msgs[:r.n]...)
+	if r.n < 2 {
+		rest := receiveN(t, b, 1, 5*time.Second)
+		got = append(got, rest...)
+	}
+	checkSame(t, dgs, got)
+}
+
+func TestWaitDeadline(t *testing.T) {
+	p := listen(t, "127.0.0.1:0", Config{})
+	start := time.Now()
+	_, err := p.Wait(make([][]byte, 1), start.Add(30*time.Millisecond))
+	el := time.Since(start)
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Wait = %v, want os.ErrDeadlineExceeded", err)
+	}
+	if el < 30*time.Millisecond || el > 3*time.Second {
+		t.Errorf("Wait returned after %v for a 30ms deadline", el)
+	}
+	if _, err := p.Wait(make([][]byte, 1), time.Now().Add(-time.Second)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("Wait past its deadline = %v", err)
+	}
+	// A later Wait without a deadline is not cut short by the old one.
+	c := waitAsync(p, make([][]byte, 1), time.Time{})
+	mustNotReturn(t, c, 60*time.Millisecond)
+	p.Interrupt()
+	mustReturn(t, c)
+}
+
+func TestReceiveDeadlineMovedWhileBlocked(t *testing.T) {
+	p := listen(t, "127.0.0.1:0", Config{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Receive(make([][]byte, 1))
+		errc <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
+	p.SetReceiveDeadline(time.Now().Add(20 * time.Millisecond))
+	select {
+	case err := <-errc:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("Receive = %v, want os.ErrDeadlineExceeded", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("moving the deadline did not end a blocked Receive")
+	}
+}
+
+func TestCloseUnblocksWait(t *testing.T) {
+	before := runtime.NumGoroutine()
+	p, err := Listen("127.0.0.1:0", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := waitAsync(p, make([][]byte, 2), time.Time{})
+	mustNotReturn(t, c, 30*time.Millisecond)
+	p.Close()
+	if r := mustReturn(t, c); !errors.Is(r.err, fabric.ErrClosed) {
+		t.Fatalf("Wait after Close = %d, %v", r.n, r.err)
+	}
+	if _, err := p.Wait(make([][]byte, 1), time.Time{}); !errors.Is(err, fabric.ErrClosed) {
+		t.Errorf("Wait on a closed port = %v", err)
+	}
+	if err := p.Interrupt(); !errors.Is(err, fabric.ErrClosed) {
+		t.Errorf("Interrupt on a closed port = %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			t.Fatalf("goroutines: %d after Close, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestRecvOverflowsCounted(t *testing.T) {
+	a := listen(t, "127.0.0.1:0", Config{DisableGSO: true})
+	b := listen(t, "127.0.0.1:0", Config{RecvBuffer: 4096, DisableGRO: true})
+	to := endpoint(t, b)
+	body := make([]byte, 1000)
+	dgs := make([]fabric.Datagram, 64)
+	for i := range dgs {
+		dgs[i] = fabric.Datagram{Body: body, To: to}
+	}
+	if _, err := a.Send(dgs); err != nil {
+		t.Fatal(err)
+	}
+	got := receiveN(t, b, 1, 5*time.Second)
+	if len(got) == 0 {
+		t.Fatal("nothing received")
+	}
+	if st := b.Stats(); st.RecvOverflows == 0 {
+		t.Errorf("64 KB into a 4 KB buffer, yet no overflow counted: %+v", st)
+	}
+}
