@@ -211,7 +211,7 @@ func TestNetnsGSOFallback(t *testing.T) {
 
 // TestNetnsSlowLinkSendWaits slows the link with a token bucket so that
 // datagrams pile up in the qdisc, charged to the sender's socket buffer:
-// Send then meets EAGAIN and must wait on the poller (not spin), a send
+// Send then meets EAGAIN and must wait for room (not spin), a send
 // deadline must stop it, and Close must wake it.
 func TestNetnsSlowLinkSendWaits(t *testing.T) {
 	nsA, nsB := netnsPair(t, 1500)
@@ -240,9 +240,10 @@ func TestNetnsSlowLinkSendWaits(t *testing.T) {
 	if s.SendWaits == 0 {
 		t.Fatalf("Send never waited for the socket buffer")
 	}
-	// Each wait costs at most the sendmmsg that met EAGAIN and the one
-	// after wake-up; spinning would show as many more calls.
-	if limit := 2*s.SendWaits + uint64(len(dgs)/a.BatchSize()) + 2; s.SendCalls > limit {
+	// Each wait costs the sendmmsg that met EAGAIN, the one after
+	// wake-up and at times one more that took part of a batch; spinning
+	// would show as many calls as there are polls of the socket, hundreds.
+	if limit := 3*s.SendWaits + uint64(len(dgs)/a.BatchSize()) + 2; s.SendCalls > limit {
 		t.Errorf("%d sendmmsg calls for %d waits: spinning?", s.SendCalls, s.SendWaits)
 	}
 

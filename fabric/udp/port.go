@@ -33,8 +33,7 @@ type Port struct {
 	local  *Endpoint
 	wake   *Endpoint // where Interrupt sends its empty datagram (this socket)
 
-	rdeadline atomic.Int64 // receive deadline, unix nanoseconds (0: none)
-	wdeadline atomic.Int64 // send deadline
+	wdeadline atomic.Int64 // send deadline, unix nanoseconds (0: none)
 
 	gso    atomic.Bool // GSO in use for sends
 	gro    bool        // UDP_GRO enabled on the socket
@@ -45,6 +44,7 @@ type Port struct {
 	sendPool sync.Pool // *sender
 	recvMu   sync.Mutex
 	rx       *receiver
+	pl       *poller
 
 	probe *mtuProber
 
@@ -167,6 +167,10 @@ func (p *Port) setup() error {
 	if p.probe, err = newMTUProber(p.family, ap.Addr().Unmap()); err != nil {
 		return err
 	}
+	if p.pl, err = newPoller(p.fd); err != nil {
+		p.probe.close()
+		return err
+	}
 	p.rx = newReceiver(p)
 	p.sendPool.New = func() any { return newSender(p) }
 	return nil
@@ -229,17 +233,15 @@ func (p *Port) GRO() bool { return p.gro }
 // granted (as getsockopt reports them, which is twice what was set).
 func (p *Port) SocketBuffers() (recv, send int) { return p.rcvBuf, p.sndBuf }
 
-// SetReceiveDeadline bounds the wait of Receive: after t a blocked or new
-// Receive returns an error satisfying errors.Is(err, os.ErrDeadlineExceeded).
-// The zero time means no deadline.
+// SetReceiveDeadline bounds the wait of Receive and Park: after t a
+// blocked or new one returns an error satisfying
+// errors.Is(err, os.ErrDeadlineExceeded). The zero time means no deadline.
+// (Wait takes its deadline as an argument.)
 func (p *Port) SetReceiveDeadline(t time.Time) error {
 	if p.closed.Load() {
 		return fabric.ErrClosed
 	}
-	p.rdeadline.Store(unixNano(t))
-	// A Receive blocked meanwhile looks at the new deadline.
-	p.Interrupt()
-	return nil
+	return p.pl.file.SetReadDeadline(t)
 }
 
 // SetSendDeadline bounds how long Send waits for room in a full socket
@@ -276,9 +278,11 @@ func (p *Port) Close() error {
 	var err error
 	p.closeOnce.Do(func() {
 		p.closed.Store(true)
-		// Shutting the socket down wakes the calls blocked on it; the
-		// descriptor is closed once they have left.
+		// Shutting the socket down wakes the calls blocked on it, closing
+		// the poller those parked in it; the descriptor is closed once
+		// they have left.
 		unix.Shutdown(p.fd, unix.SHUT_RDWR)
+		p.pl.close()
 		p.fdMu.Lock()
 		err = unix.Close(p.fd)
 		p.fd = -1

@@ -27,8 +27,9 @@ var (
 // How a receive waits.
 const (
 	recvPoll  = iota // never: Poll
-	recvBlock        // until a datagram arrives: Receive
-	recvWait         // until a datagram, Interrupt or the deadline: Wait
+	recvBlock        // in the runtime's poller until a datagram arrives: Receive
+	recvPark         // in the runtime's poller until a datagram or Interrupt: Park
+	recvWait         // in the kernel until a datagram, Interrupt or the deadline: Wait
 )
 
 // receiver owns the receive buffers and recvmmsg arrays of a port. The
@@ -82,33 +83,40 @@ func newReceiver(p *Port) *receiver {
 
 // Receive blocks until at least one datagram has arrived and stores up to
 // len(msgs) of them in msgs. The slices alias the port's buffers and stay
-// valid until the next Receive, Poll or Wait. GRO-coalesced buffers come
-// back as the separate datagrams they were sent as. After Close it returns
-// fabric.ErrClosed; after the deadline set by SetReceiveDeadline, an error
-// satisfying errors.Is(err, os.ErrDeadlineExceeded).
-func (p *Port) Receive(msgs [][]byte) (int, error) {
-	return p.receive(msgs, recvBlock, p.rdeadline.Load())
-}
+// valid until the next Receive, Poll, Park or Wait. GRO-coalesced buffers
+// come back as the separate datagrams they were sent as. The goroutine
+// waits in the runtime's network poller, holding no thread. After Close it
+// returns fabric.ErrClosed; after the deadline set by SetReceiveDeadline,
+// an error satisfying errors.Is(err, os.ErrDeadlineExceeded).
+func (p *Port) Receive(msgs [][]byte) (int, error) { return p.receive(msgs, recvBlock, 0) }
 
 // Poll is Receive that never blocks: it returns 0 when nothing waits.
 func (p *Port) Poll(msgs [][]byte) (int, error) { return p.receive(msgs, recvPoll, 0) }
 
+// Park is Receive that also returns, with 0 datagrams and a nil error,
+// when Interrupt is called (before or during the wait): the wait of a
+// goroutine that owns the port while no thread drives it.
+func (p *Port) Park(msgs [][]byte) (int, error) { return p.receive(msgs, recvPark, 0) }
+
 // Wait is Receive on the calling goroutine's own OS thread, for a caller
 // that drives the port itself while it waits for its own message: the
 // thread sleeps in the kernel, in recvmmsg, and the datagram that ends the
-// wait wakes it and no other thread. Wait also returns, with 0 datagrams
-// and a nil error, when Interrupt is called (before or during the wait),
-// and with an error satisfying errors.Is(err, os.ErrDeadlineExceeded) once
-// deadline (if not zero) has passed.
+// wait wakes it and no other thread (the socket is meanwhile switched off
+// in the poller Receive and Park wait in). Wait also returns, with 0
+// datagrams and a nil error, when Interrupt is called (before or during
+// the wait), and with an error satisfying errors.Is(err,
+// os.ErrDeadlineExceeded) once deadline (if not zero) has passed. While
+// it sleeps the goroutine keeps its thread and, for a while, its share of
+// GOMAXPROCS: bound the sleep by a deadline where other goroutines must
+// run.
 func (p *Port) Wait(msgs [][]byte, deadline time.Time) (int, error) {
 	return p.receive(msgs, recvWait, unixNano(deadline))
 }
 
-// Interrupt makes a Wait in progress return, or the next one if none is:
-// it sends the socket an empty datagram from itself, which Receive, Poll
-// and Wait take for an interrupt and do not hand over. Interrupts do not
-// pile up beyond what the socket buffer holds; an interrupt taken by
-// Receive or Poll is gone.
+// Interrupt makes a Wait or Park in progress return, or the next one if
+// none is: it sends the socket an empty datagram from itself, which
+// Receive, Poll, Park and Wait take for an interrupt and never hand over.
+// An interrupt taken by Receive or Poll is gone.
 func (p *Port) Interrupt() error {
 	if !p.use() {
 		return fabric.ErrClosed
@@ -147,6 +155,11 @@ func (p *Port) receive(msgs [][]byte, how int, deadline int64) (int, error) {
 	}
 	defer p.fdMu.RUnlock()
 	r := p.rx
+	if how != recvPoll {
+		if err := p.pl.watch(p.fd, how != recvWait); err != nil {
+			return 0, err
+		}
+	}
 	for {
 		if r.next < len(r.segs) {
 			n := copy(msgs, r.segs[r.next:])
@@ -154,11 +167,12 @@ func (p *Port) receive(msgs [][]byte, how int, deadline int64) (int, error) {
 			p.st.recvDatagrams.Add(uint64(n))
 			return n, nil
 		}
-		if how == recvBlock {
-			// SetReceiveDeadline may have moved it meanwhile.
-			deadline = p.rdeadline.Load()
+		// Look without waiting first; then wait as asked.
+		fillHow := how
+		if how == recvBlock || how == recvPark {
+			fillHow = recvPoll
 		}
-		_, err := r.fill(min(len(msgs), len(r.hdrs)), how, deadline)
+		got, err := r.fill(min(len(msgs), len(r.hdrs)), fillHow, deadline)
 		if p.closed.Load() {
 			return 0, fabric.ErrClosed
 		}
@@ -168,11 +182,20 @@ func (p *Port) receive(msgs [][]byte, how int, deadline int64) (int, error) {
 		if len(r.segs) > 0 {
 			continue
 		}
-		// Nothing to hand over: nothing waited (Poll), an interrupt came
-		// (Wait returns; Receive looks at its deadline again), or every
-		// buffer was dropped as truncated.
-		if how == recvPoll || how == recvWait && r.woken {
+		switch {
+		case r.woken && (how == recvPark || how == recvWait):
 			return 0, nil
+		case how == recvPoll:
+			return 0, nil
+		case got > 0 || how == recvWait:
+			// Only interrupts or truncated buffers came: look again.
+		default:
+			if err := p.pl.wait(); err != nil {
+				if p.closed.Load() {
+					return 0, fabric.ErrClosed
+				}
+				return 0, err
+			}
 		}
 	}
 }
