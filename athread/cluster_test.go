@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -72,8 +73,41 @@ func TestPairSharesWork(t *testing.T) {
 		y, err := b.Join(ctx)
 		return x + y, err
 	}, Fixed[int](), Fixed[int]())
+	// A thread in process 0 waits until process 1 has run one: only
+	// stealing ends the wait.
+	var ranIn1 atomic.Int32
+	gate := RegisterIn(reg, "gate", func(ctx context.Context, n int) (int, error) {
+		if Proc(ctx) == 1 {
+			ranIn1.Add(1)
+			return n, nil
+		}
+		for deadline := time.Now().Add(30 * time.Second); ranIn1.Load() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				return 0, errors.New("process 1 never ran a thread")
+			}
+		}
+		return n, nil
+	}, Fixed[int](), Fixed[int]())
 	rts := pair(t, reg, nil)
 	ctx := rts[0].Context()
+	sum, err := Go(ctx, func(ctx context.Context) (int, error) {
+		var hs []*Handle[int]
+		for i := 0; i < 8; i++ {
+			hs = append(hs, Create(ctx, gate, i))
+		}
+		s := 0
+		for _, h := range hs {
+			v, err := h.Join(ctx)
+			if err != nil {
+				return 0, err
+			}
+			s += v
+		}
+		return s, nil
+	}).Join(ctx)
+	if err != nil || sum != 28 {
+		t.Fatalf("gate: %d, %v", sum, err)
+	}
 	if v, err := Create(ctx, fib, 20).Join(ctx); err != nil || v != 6765 {
 		t.Fatalf("fib(20) = %d, %v", v, err)
 	}
