@@ -2,7 +2,6 @@ package hws
 
 import (
 	"fmt"
-	"math/bits"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -102,12 +101,24 @@ func (p Policy) String() string {
 // the groups (the last blocks, run inside one group each, are small) while
 // few tasks ever cross a slow link. In the simulator (Fibonacci, 4 to 64
 // groups of 2 to 16) fewer blocks left groups idle at the end, and more made
-// the masters' splitting of global tasks the bottleneck.
-func DefaultDepthLimit(groups int) int {
+// the masters' splitting of global tasks the bottleneck. It is
+// DepthLimitFor(g, 2).
+func DefaultDepthLimit(groups int) int { return DepthLimitFor(groups, 2) }
+
+// DepthLimitFor is the depth limit giving about 128 blocks per group on a
+// task tree where every task creates fanout others: the least L with
+// fanout^L >= 128·g (none for a single group).
+func DepthLimitFor(groups, fanout int) int {
 	if groups <= 1 {
 		return 0
 	}
-	return bits.Len(uint(groups-1)) + 7
+	fanout = max(fanout, 2)
+	l, n := 0, 1
+	for n < 128*groups && l < 64 {
+		n *= fanout
+		l++
+	}
+	return l
 }
 
 // Limit is the depth limit in force with groups g (hws), or 0.

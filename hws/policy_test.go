@@ -22,6 +22,14 @@ func TestParsePolicy(t *testing.T) {
 	}
 }
 
+func TestDepthLimitFor(t *testing.T) {
+	for _, tc := range [][3]int{{2, 8, 3}, {2, 12, 3}, {4, 8, 3}, {64, 8, 5}, {1, 8, 0}, {2, 1, 8}} {
+		if got := DepthLimitFor(tc[0], tc[1]); got != tc[2] {
+			t.Errorf("DepthLimitFor(%d, %d) = %d, want %d", tc[0], tc[1], got, tc[2])
+		}
+	}
+}
+
 func TestDefaultDepthLimit(t *testing.T) {
 	for g, want := range map[int]int{1: 0, 2: 8, 3: 9, 4: 9, 16: 11, 64: 13, 65: 14} {
 		if got := DefaultDepthLimit(g); got != want {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/directory"
+	"github.com/pcor-go/pcor/hws"
 )
 
 var errHelp = errors.New("help requested")
@@ -25,6 +26,7 @@ type options struct {
 	heartbeat     time.Duration
 	grace         time.Duration
 	routes        bool
+	groups        string // PCOR_GROUPS for every process ("" none)
 	keepGoing     bool
 	verbose       bool
 	prog          []string
@@ -46,6 +48,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.keepGoing, "keep-going", false, "when a process fails, let the others run on (the exit status is still the first failure's)")
 	fs.BoolVar(&o.routes, "routes", false, "print every process's routing table once all have joined, after every membership change, and on SIGUSR1")
 	fs.BoolVar(&o.verbose, "v", false, "print the directory address and membership changes")
+	fs.StringVar(&o.groups, "groups", "", "explicit groups for hierarchical work stealing, e.g. '0-3;4-7' (sets "+hws.EnvGroups+")")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: pcorrun -n N [flags] program [args...]\n       pcorrun --directory-only [flags]\n")
 		fs.PrintDefaults()
@@ -96,6 +99,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if len(o.hosts) > 0 && len(o.via) == 0 {
 		return nil, fmt.Errorf("--hosts needs --via (how to start a process on a host)")
+	}
+	if o.groups != "" {
+		if _, err := hws.ParseGroups(o.groups); err != nil {
+			return nil, fmt.Errorf("--groups: %w", err)
+		}
 	}
 	if o.grace <= 0 || o.heartbeat <= 0 {
 		return nil, fmt.Errorf("--grace and --heartbeat-timeout must be positive")

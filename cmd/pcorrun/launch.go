@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/directory"
+	"github.com/pcor-go/pcor/hws"
 )
 
 // proc is one started process.
@@ -141,6 +142,9 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 			directory.EnvSize + "=" + strconv.Itoa(opts.n),
 			directory.EnvJobKey + "=" + directory.FormatJobKey(opts.jobKey),
 			directory.EnvDirectory + "=" + directory.ServeNever,
+		}
+		if opts.groups != "" {
+			env = append(env, hws.EnvGroups+"="+opts.groups)
 		}
 		argv := command(opts, rank, host, env)
 		cmd := exec.Command(argv[0], argv[1:]...)

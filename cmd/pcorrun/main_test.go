@@ -50,7 +50,7 @@ func helper(mode string) int {
 	rank, _ := strconv.Atoi(os.Getenv("PCOR_RANK"))
 	switch {
 	case mode == "env":
-		for _, k := range []string{"PCOR_COORD", "PCOR_RANK", "PCOR_SIZE", "PCOR_JOBKEY"} {
+		for _, k := range []string{"PCOR_COORD", "PCOR_RANK", "PCOR_SIZE", "PCOR_JOBKEY", "PCOR_GROUPS"} {
 			fmt.Printf("%s=%s\n", k, os.Getenv(k))
 		}
 		fmt.Fprintf(os.Stderr, "stderr line\n")
@@ -156,6 +156,19 @@ func TestEnvAndPrefixes(t *testing.T) {
 	}
 }
 
+// --groups reaches every process as PCOR_GROUPS.
+func TestGroupsFlag(t *testing.T) {
+	code, out, errs := runHelper(t, "env", "-n", "2", "--groups", "0;1")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for rank := range 2 {
+		if want := fmt.Sprintf("[%d] PCOR_GROUPS=0;1\n", rank); !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestRandomJobKeyPerRun(t *testing.T) {
 	key := func() string {
 		_, out, _ := runHelper(t, "env", "-n", "1")
@@ -215,6 +228,7 @@ func TestBadUsage(t *testing.T) {
 		{"-n", "2", "--via", "'unterminated", "x"},
 		{"-n", "2", "--jobkey", "zz", "x"},
 		{"--directory-only", "x"},
+		{"-n", "2", "--groups", "0;0", "x"},
 	} {
 		var out, errb bytes.Buffer
 		if code := run(args, &out, &errb); code != 2 {

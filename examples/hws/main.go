@@ -100,6 +100,14 @@ func ints(s string) ([]int, error) {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "worker":
+			return worker(args[1:], stdout, stderr)
+		case "real":
+			return real(args[1:], stdout, stderr)
+		}
+	}
 	o, err := parse(args, stderr)
 	if err != nil {
 		if err == flag.ErrHelp {

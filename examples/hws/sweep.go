@@ -39,15 +39,16 @@ type row struct {
 }
 
 // sweep runs every combination, a few at a time, and returns the rows in
-// the order of the flags.
+// the order of the flags. hws without a depth limit gets the one for the
+// group count and the task tree's fan-out (hws.DepthLimitFor).
 func sweep(o *options, progress io.Writer) ([]row, error) {
-	type job struct {
+	type simJob struct {
 		i      int
 		d      *sim.DAG
 		g, pg  int
 		policy hws.Policy
 	}
-	var jobs []job
+	var jobs []simJob
 	for _, name := range o.dags {
 		d, err := makeDAG(name)
 		if err != nil {
@@ -59,14 +60,17 @@ func sweep(o *options, progress io.Writer) ([]row, error) {
 					return nil, fmt.Errorf("%d groups of %d is more than %d processes", g, pg, sim.MaxProcs)
 				}
 				for _, p := range o.policies {
-					jobs = append(jobs, job{len(jobs), d, g, pg, p})
+					if p.Kind == hws.HWS && p.DepthLimit == 0 && g > 1 {
+						p.DepthLimit = hws.DepthLimitFor(g, d.Fanout())
+					}
+					jobs = append(jobs, simJob{len(jobs), d, g, pg, p})
 				}
 			}
 		}
 	}
 	rows := make([]row, len(jobs))
 	errs := make([]error, len(jobs))
-	ch := make(chan job)
+	ch := make(chan simJob)
 	var wg sync.WaitGroup
 	for range min(runtime.GOMAXPROCS(0), 4) {
 		wg.Add(1)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 )
 
@@ -59,6 +60,31 @@ func (d *DAG) setPre(n int32, pre int32) { d.pre[n] = pre }
 
 // Len is the number of tasks.
 func (d *DAG) Len() int { return len(d.pre) }
+
+// Fanout is the growth of the top of the tree: the k-th root of the
+// number of tasks at depth k, for the first depth holding 128 tasks or
+// more (or the deepest), rounded, at least 2. It is what
+// hws.DepthLimitFor needs.
+func (d *DAG) Fanout() int {
+	var per []int
+	for _, dep := range d.depth {
+		for int(dep) >= len(per) {
+			per = append(per, 0)
+		}
+		per[dep]++
+	}
+	k := len(per) - 1
+	for i, n := range per {
+		if n >= 128 {
+			k = i
+			break
+		}
+	}
+	if k < 1 {
+		return 2
+	}
+	return max(2, int(math.Round(math.Pow(float64(per[k]), 1/float64(k)))))
+}
 
 // Work is W, the total work in units.
 func (d *DAG) Work() int64 {

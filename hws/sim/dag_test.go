@@ -41,8 +41,11 @@ func TestDAGFigures(t *testing.T) {
 	if err != nil || f.Len() != 15 || f.Work() != 22 || f.Span() != 9 {
 		t.Fatalf("fib(5): %d tasks, W=%d, D=%d, %v", f.Len(), f.Work(), f.Span(), err)
 	}
+	if f.Fanout() != 2 || q.Fanout() < 3 || b.Fanout() != 2 {
+		t.Fatalf("fan-outs %d %d %d", f.Fanout(), q.Fanout(), b.Fanout())
+	}
 	m, err := MatMul(4, 2)
-	if err != nil || m.Len() != 9 || m.Work() != 1+16+8*8 || m.arg[1] != 2*2*2*8 {
+	if err != nil || m.Len() != 9 || m.Work() != 1+16+8*8 || m.arg[1] != 2*2*2*8 || m.Fanout() != 8 {
 		t.Fatalf("matmul 4/2: %d tasks, W=%d, %v", m.Len(), m.Work(), err)
 	}
 	u1, _ := Unbalanced(100000, 100, 3)

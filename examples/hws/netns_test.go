@@ -1,0 +1,100 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/hws"
+)
+
+var (
+	buildOnce        sync.Once
+	binDir, buildErr string
+)
+
+// buildBinaries builds pcorrun and this command, once per test binary,
+// into a directory TestMain removes.
+func buildBinaries(t *testing.T) (pcorrun, self string) {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hwsbin")
+		if err != nil {
+			buildErr = err.Error()
+			return
+		}
+		binDir = dir
+		out, err := exec.Command("go", "build", "-o", dir, "github.com/pcor-go/pcor/cmd/pcorrun",
+			"github.com/pcor-go/pcor/examples/hws").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Sprintf("%v\n%s", err, out)
+		}
+	})
+	if buildErr != "" {
+		t.Fatalf("building: %s", buildErr)
+	}
+	return filepath.Join(binDir, "pcorrun"), filepath.Join(binDir, "hws")
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
+// Two groups of three processes in network namespaces, joined through a
+// gateway namespace whose link is shaped to 4 Mbit/s: the groups are found
+// from the network, every case study gives the right result under random
+// and hws stealing, and hws steals less between groups: over the three,
+// less than half the steal requests between groups, and no more threads
+// moved between groups. (Bytes on the slow link are logged, not judged:
+// with a few large matrix blocks, one steal more or less decides.)
+func TestNamespaceRun(t *testing.T) {
+	if why := needNamespaces(); why != "" {
+		t.Skip(why)
+	}
+	if testing.Short() {
+		t.Skip("starts 36 processes in network namespaces")
+	}
+	pcorrun, self := buildBinaries(t)
+	tp, err := newTopology("hwst", 2, 3, "4mbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tp.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	jobs := []job{{"fib", 32, 18, 2}, {"nqueens", 12, 3, 10}, {"matmul", 128, 32, 8}}
+	type sum struct{ steals, tries, bytes uint64 }
+	totals := map[hws.Kind]*sum{hws.Random: {}, hws.HWS: {}}
+	for _, j := range jobs {
+		for _, k := range []hws.Kind{hws.Random, hws.HWS} {
+			p := forJob(hws.Policy{Kind: k}, j, 2)
+			r, err := runReal(ctx, tp, pcorrun, self, j, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.rep.Groups != "0-2;3-5" {
+				t.Fatalf("groups found %q, want 0-2;3-5", r.rep.Groups)
+			}
+			t.Logf("%s %v: %s in %v; between groups %d steals, %d tried, %d bytes on the slow link",
+				j.app, p, r.rep.Result, r.rep.Makespan.Round(time.Millisecond), r.rep.Total.WideSteals, r.rep.Total.WideAttempts, r.slowBytes)
+			s := totals[k]
+			s.steals += r.rep.Total.WideSteals
+			s.tries += r.rep.Total.WideAttempts
+			s.bytes += r.slowBytes
+		}
+	}
+	rnd, h := totals[hws.Random], totals[hws.HWS]
+	t.Logf("between groups, hws %+v against random %+v", *h, *rnd)
+	if h.steals > rnd.steals || 2*h.tries >= rnd.tries {
+		t.Fatalf("between groups, hws %+v against random %+v", *h, *rnd)
+	}
+}

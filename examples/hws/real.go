@@ -1,0 +1,203 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pcor-go/pcor/hws"
+)
+
+// realRun is one measured run.
+type realRun struct {
+	rep       *report
+	slowBytes uint64 // bytes the gateway forwarded between groups
+}
+
+// job is a real run's setting: the case study, its sizes, and the number
+// of threads each of its threads creates (for the hws depth limit).
+type job struct {
+	app          string
+	size, cutoff int
+	fanout       int
+}
+
+var defaultJobs = []job{{"fib", 39, 22, 2}, {"nqueens", 14, 4, 10}, {"matmul", 256, 32, 8}}
+
+// forJob gives hws its depth limit for the job's fan-out, unless set.
+func forJob(p hws.Policy, j job, groups int) hws.Policy {
+	if p.Kind == hws.HWS && p.DepthLimit == 0 && groups > 1 {
+		p.DepthLimit = hws.DepthLimitFor(groups, j.fanout)
+	}
+	return p
+}
+
+// runReal starts the worker under pcorrun in the topology's namespaces and
+// returns process 0's report and the bytes that crossed the slow link.
+func runReal(ctx context.Context, tp *topology, pcorrun, self string, j job, pol hws.Policy, extra ...string) (*realRun, error) {
+	before, err := tp.wideBytes()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"netns", "exec", tp.procs[0], pcorrun, "-n", fmt.Sprint(len(tp.procs)),
+		"--hosts", strings.Join(tp.procs, ","), "--via", "ip netns exec {host}", "--listen", tp.ips[0] + ":0",
+		self, "worker", "-app", j.app, "-size", fmt.Sprint(j.size), "-cutoff", fmt.Sprint(j.cutoff), "-policy", pol.String()}
+	args = append(args, extra...)
+	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("%s under %v: %v\n%s", j.app, pol, err, out)
+	}
+	after, err := tp.wideBytes()
+	if err != nil {
+		return nil, err
+	}
+	rep, err := parseReport(string(out))
+	if err != nil {
+		return nil, err
+	}
+	return &realRun{rep: rep, slowBytes: after - before}, nil
+}
+
+// findPcorrun looks for pcorrun beside this executable, then in PATH.
+func findPcorrun() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "pcorrun")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return exec.LookPath("pcorrun")
+}
+
+// real measures the policies on two groups of processes in network
+// namespaces joined by a shaped link, and on a flat network, interleaving
+// the policies run by run, and prints medians and spreads.
+func real(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("hws real", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	groups := fs.Int("groups", 2, "groups")
+	per := fs.Int("per", 3, "processes per group")
+	rate := fs.String("rate", "4mbit", "tc tbf rate of the link between groups")
+	reps := fs.Int("reps", 3, "repetitions of every run")
+	pols := fs.String("policies", "random,hws", "policies")
+	appsFlag := fs.String("apps", "fib,nqueens,matmul", "case studies")
+	flat := fs.Bool("flat", true, "also measure on one flat network")
+	pcorrun := fs.String("pcorrun", "", "pcorrun executable (default: beside this one, then PATH)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if why := needNamespaces(); why != "" {
+		fmt.Fprintf(stderr, "hws real: %s\n", why)
+		return 1
+	}
+	var err error
+	if *pcorrun == "" {
+		if *pcorrun, err = findPcorrun(); err != nil {
+			fmt.Fprintf(stderr, "hws real: pcorrun not found (go build -o DIR ./cmd/pcorrun ./examples/hws)\n")
+			return 1
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	var policies []hws.Policy
+	for _, s := range strings.Split(*pols, ",") {
+		p, err := hws.Parse(s)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		policies = append(policies, p)
+	}
+	var jobs []job
+	for _, a := range strings.Split(*appsFlag, ",") {
+		i := slices.IndexFunc(defaultJobs, func(j job) bool { return j.app == a })
+		if i < 0 {
+			fmt.Fprintf(stderr, "unknown app %q\n", a)
+			return 2
+		}
+		jobs = append(jobs, defaultJobs[i])
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	defer cancel()
+	type setting struct {
+		name        string
+		groups, per int
+		rate        string
+	}
+	settings := []setting{{fmt.Sprintf("%d groups of %d, %s between", *groups, *per, *rate), *groups, *per, *rate}}
+	if *flat {
+		settings = append(settings, setting{fmt.Sprintf("flat: one network of %d", *groups**per), 1, *groups * *per, ""})
+	}
+	for _, st := range settings {
+		tp, err := newTopology("hwsr", st.groups, st.per, st.rate)
+		if err != nil {
+			fmt.Fprintf(stderr, "hws real: %v\n", err)
+			return 1
+		}
+		res := map[string][]*realRun{}
+		for rep := range *reps {
+			for _, j := range jobs {
+				for _, p := range policies {
+					p = forJob(p, j, st.groups)
+					r, err := runReal(ctx, tp, *pcorrun, self, j, p)
+					if err != nil {
+						tp.Close()
+						fmt.Fprintf(stderr, "hws real: %v\n", err)
+						return 1
+					}
+					key := j.app + "\x00" + p.Kind.String()
+					res[key] = append(res[key], r)
+					fmt.Fprintf(stderr, "%s rep %d %s %v: %v, wide steals %d/%d, slow link %d bytes\n", st.name, rep, j.app, p,
+						r.rep.Makespan.Round(time.Millisecond), r.rep.Total.WideSteals, r.rep.Total.WideAttempts, r.slowBytes)
+				}
+			}
+		}
+		tp.Close()
+		fmt.Fprintf(stdout, "\n%s (groups found: %s); medians of %d runs, [min, max]\n", st.name, res[jobs[0].app+"\x00"+policies[0].Kind.String()][0].rep.Groups, *reps)
+		printReal(stdout, jobs, policies, res)
+	}
+	return 0
+}
+
+func median(v []float64) (med, lo, hi float64) {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2], s[0], s[len(s)-1]
+}
+
+func printReal(w io.Writer, jobs []job, policies []hws.Policy, res map[string][]*realRun) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "app\tpolicy\tmakespan ms\twide steals\twide tried\tslow-link KB\tlocal steals\tidle ms (med proc)\t")
+	for _, j := range jobs {
+		for _, p := range policies {
+			runs := res[j.app+"\x00"+p.Kind.String()]
+			col := func(f func(r *realRun) float64) string {
+				v := make([]float64, len(runs))
+				for i, r := range runs {
+					v[i] = f(r)
+				}
+				m, lo, hi := median(v)
+				return fmt.Sprintf("%.0f [%.0f, %.0f]", m, lo, hi)
+			}
+			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t\n", j.app, p,
+				col(func(r *realRun) float64 { return float64(r.rep.Makespan) / 1e6 }),
+				col(func(r *realRun) float64 { return float64(r.rep.Total.WideSteals) }),
+				col(func(r *realRun) float64 { return float64(r.rep.Total.WideAttempts) }),
+				col(func(r *realRun) float64 { return float64(r.slowBytes) / 1e3 }),
+				col(func(r *realRun) float64 { return float64(r.rep.Total.LocalSteals) }),
+				col(func(r *realRun) float64 { return float64(r.rep.Total.MedianIdle()) / 1e6 }))
+		}
+	}
+	tw.Flush()
+}

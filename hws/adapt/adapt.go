@@ -1,0 +1,183 @@
+// Package adapt drives athread's between-process scheduling with the
+// stealing policies of package hws: it implements athread.Policy on top of
+// hws.Policy and the current groups, and counts the steals it decides
+// inside and between groups.
+//
+// athread asks for work one request at a time (its thief waits for each
+// answer), so the asynchronous wide-area request of crs and of hws masters
+// becomes one request to another group per round of requests inside the
+// group: a process whose group has k other members asks them k times,
+// then once outside, and so on.
+//
+// Thread classes: under hws, threads created above the depth limit by a
+// master are athread.ClassGlobal (handed only to other masters, or, at the
+// last global depth, to members of the master's group); the others, down
+// to a few levels below the limit, are ClassGroup (handed only inside the
+// group); deeper ones stay in their process. Under random and crs every
+// thread down to MaxDepth is ClassGlobal and anyone may take it.
+package adapt
+
+import (
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pcor-go/pcor/athread"
+	"github.com/pcor-go/pcor/hws"
+	"github.com/pcor-go/pcor/pcor"
+)
+
+// ClassGroup marks a thread that may go to processes of its group only.
+const ClassGroup = athread.ClassGlobal + 1
+
+// DefaultMaxDepth is the deepest thread offered to other processes under
+// random and crs, as athread.Random's default.
+const DefaultMaxDepth = 8
+
+// requestBytes is the size of a steal request's payload.
+const requestBytes = 10
+
+// Policy is an athread.Policy following an hws.Policy. Its methods may be
+// called concurrently.
+type Policy struct {
+	pol      hws.Policy
+	self     pcor.ProcID
+	maxDepth int
+	groups   atomic.Pointer[hws.Groups]
+
+	mu        sync.Mutex
+	rng       *rand.Rand
+	sinceWide int // requests inside the group since the last one outside
+
+	localAttempts, wideAttempts atomic.Uint64
+	localGiven, wideGiven       atomic.Uint64
+	localBytes, wideBytes       atomic.Uint64
+}
+
+var _ athread.Policy = (*Policy)(nil)
+
+// New returns the policy of process self with the given groups. maxDepth
+// is the deepest thread offered under random and crs, and the number of
+// levels below the hws depth limit still offered inside a group (0:
+// DefaultMaxDepth).
+func New(p hws.Policy, self pcor.ProcID, g *hws.Groups, maxDepth int) *Policy {
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	a := &Policy{pol: p, self: self, maxDepth: maxDepth,
+		rng: rand.New(rand.NewPCG(uint64(self)+1, 0x687773))}
+	a.groups.Store(g)
+	return a
+}
+
+// SetGroups replaces the groups (after a membership change; see
+// hws.Tracker).
+func (a *Policy) SetGroups(g *hws.Groups) { a.groups.Store(g) }
+
+// Groups returns the groups in force.
+func (a *Policy) Groups() *hws.Groups { return a.groups.Load() }
+
+// Classify implements athread.Policy.
+func (a *Policy) Classify(t athread.TaskInfo) athread.Class {
+	g := a.groups.Load()
+	if a.pol.Kind != hws.HWS {
+		if t.Depth <= a.maxDepth {
+			return athread.ClassGlobal
+		}
+		return athread.ClassLocal
+	}
+	l := a.pol.Limit(g)
+	switch {
+	case t.Depth > l+a.maxDepth/2:
+		return athread.ClassLocal
+	case a.pol.Place(g, uint32(a.self), t.Depth) == hws.Global:
+		return athread.ClassGlobal
+	}
+	return ClassGroup
+}
+
+// Allow implements athread.Policy: it is asked on the victim's side, and
+// counts what it hands over.
+func (a *Policy) Allow(thief pcor.ProcID, t athread.TaskInfo) bool {
+	g := a.groups.Load()
+	same := g.Same(uint32(a.self), uint32(thief))
+	ok := true
+	if a.pol.Kind == hws.HWS {
+		switch t.Class {
+		case athread.ClassGlobal:
+			if same {
+				ok = t.Depth >= a.pol.Limit(g)-1 // hand the deepest global threads down
+			} else {
+				ok = g.IsMaster(uint32(thief))
+			}
+		default:
+			ok = same
+		}
+	}
+	if ok {
+		size := uint64(max(t.Size, 0))
+		if same {
+			a.localGiven.Add(1)
+			a.localBytes.Add(size)
+		} else {
+			a.wideGiven.Add(1)
+			a.wideBytes.Add(size)
+		}
+	}
+	return ok
+}
+
+// Victim implements athread.Policy.
+func (a *Policy) Victim(q athread.StealQuery) (pcor.ProcID, bool) {
+	g := a.groups.Load()
+	gi, known := g.Of(uint32(q.Self))
+	if !known { // groups not known yet
+		return 0, false
+	}
+	a.mu.Lock()
+	others := len(g.Members(gi)) - 1
+	wideDue := a.sinceWide >= max(others, 1)
+	s, ok := a.pol.Next(g, hws.Thief{Proc: uint32(q.Self), WideOutstanding: !wideDue}, a.rng)
+	if ok && s.Wide {
+		a.sinceWide = 0
+	} else if ok {
+		a.sinceWide++
+	} else if !wideDue {
+		// nothing inside the group (a lone process): ask outside now
+		a.sinceWide = max(others, 1)
+		s, ok = a.pol.Next(g, hws.Thief{Proc: uint32(q.Self)}, a.rng)
+		if ok && s.Wide {
+			a.sinceWide = 0
+		}
+	}
+	a.mu.Unlock()
+	if !ok {
+		return 0, false
+	}
+	if s.Wide {
+		a.wideAttempts.Add(1)
+		a.wideBytes.Add(requestBytes)
+	} else {
+		a.localAttempts.Add(1)
+		a.localBytes.Add(requestBytes)
+	}
+	return pcor.ProcID(s.Victim), true
+}
+
+// Forward implements athread.Policy: requests are not passed on.
+func (a *Policy) Forward(q athread.StealQuery) (pcor.ProcID, bool) { return 0, false }
+
+// Counters returns what this process counted: the requests it sent, the
+// threads it handed over (steals that succeeded, counted by the victim),
+// and the bytes of both (request payloads and packed thread inputs).
+func (a *Policy) Counters() hws.Counters {
+	return hws.Counters{
+		Policy:        a.pol.String(),
+		LocalAttempts: a.localAttempts.Load(),
+		LocalSteals:   a.localGiven.Load(),
+		WideAttempts:  a.wideAttempts.Load(),
+		WideSteals:    a.wideGiven.Load(),
+		LocalBytes:    a.localBytes.Load(),
+		WideBytes:     a.wideBytes.Load(),
+	}
+}

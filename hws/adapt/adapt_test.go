@@ -1,0 +1,112 @@
+package adapt
+
+import (
+	"testing"
+
+	"github.com/pcor-go/pcor/athread"
+	"github.com/pcor-go/pcor/hws"
+	"github.com/pcor-go/pcor/pcor"
+)
+
+func procs(n int) []pcor.ProcID {
+	p := make([]pcor.ProcID, n)
+	for i := range p {
+		p[i] = pcor.ProcID(i)
+	}
+	return p
+}
+
+func TestHWSDecisions(t *testing.T) {
+	g := hws.Uniform(2, 4) // 0-3;4-7, default limit 8
+	pol := hws.Policy{Kind: hws.HWS}
+	master, member := New(pol, 0, g, 0), New(pol, 1, g, 0)
+	for _, tc := range []struct {
+		a     *Policy
+		depth int
+		want  athread.Class
+	}{
+		{master, 0, athread.ClassGlobal}, {master, 7, athread.ClassGlobal}, {master, 8, ClassGroup},
+		{master, 12, ClassGroup}, {master, 13, athread.ClassLocal},
+		{member, 3, ClassGroup}, {member, 9, ClassGroup}, {member, 20, athread.ClassLocal},
+	} {
+		if got := tc.a.Classify(athread.TaskInfo{Depth: tc.depth}); got != tc.want {
+			t.Errorf("proc %d depth %d: class %d, want %d", tc.a.self, tc.depth, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		thief pcor.ProcID
+		info  athread.TaskInfo
+		want  bool
+	}{
+		{4, athread.TaskInfo{Depth: 2, Class: athread.ClassGlobal}, true},  // another master
+		{5, athread.TaskInfo{Depth: 2, Class: athread.ClassGlobal}, false}, // a member elsewhere
+		{1, athread.TaskInfo{Depth: 2, Class: athread.ClassGlobal}, false}, // too big to hand down
+		{1, athread.TaskInfo{Depth: 7, Class: athread.ClassGlobal}, true},  // handed down
+		{1, athread.TaskInfo{Depth: 9, Class: ClassGroup}, true},
+		{4, athread.TaskInfo{Depth: 9, Class: ClassGroup}, false},
+	} {
+		if got := master.Allow(tc.thief, tc.info); got != tc.want {
+			t.Errorf("allow %+v to %d: %v", tc.info, tc.thief, got)
+		}
+	}
+	c := master.Counters()
+	if c.WideSteals != 1 || c.LocalSteals != 2 {
+		t.Fatalf("counted %+v", c)
+	}
+	// A member asks only its group; a master asks its group three times,
+	// then another master.
+	for range 1000 {
+		v, ok := member.Victim(athread.StealQuery{Self: 1, Thief: 1, Procs: procs(8)})
+		if !ok || v == 1 || v > 3 {
+			t.Fatalf("member asked %d", v)
+		}
+	}
+	var seq []pcor.ProcID
+	for range 8 {
+		v, ok := master.Victim(athread.StealQuery{Self: 0, Thief: 0, Procs: procs(8)})
+		if !ok {
+			t.Fatal("master asked no one")
+		}
+		seq = append(seq, v)
+	}
+	for i, v := range seq {
+		if wide := v == 4; wide != (i%4 == 3) || v == 0 || (v > 3 && v != 4) {
+			t.Fatalf("master's requests %v", seq)
+		}
+	}
+	if c := master.Counters(); c.WideAttempts != 2 || c.LocalAttempts != 6 {
+		t.Fatalf("attempts %+v", c)
+	}
+}
+
+func TestRandomAndCRS(t *testing.T) {
+	g := hws.Uniform(2, 2)
+	r := New(hws.Policy{Kind: hws.Random}, 0, g, 4)
+	if r.Classify(athread.TaskInfo{Depth: 4}) != athread.ClassGlobal || r.Classify(athread.TaskInfo{Depth: 5}) != athread.ClassLocal {
+		t.Fatal("random classes")
+	}
+	if !r.Allow(3, athread.TaskInfo{Depth: 0, Class: athread.ClassGlobal}) {
+		t.Fatal("random refused")
+	}
+	wide := 0
+	for range 3000 {
+		v, _ := r.Victim(athread.StealQuery{Self: 0, Procs: procs(4)})
+		if v >= 2 {
+			wide++
+		}
+	}
+	if wide < 1700 || wide > 2300 { // 2 of the 3 others are in the other group
+		t.Fatalf("random asked the other group %d times of 3000", wide)
+	}
+	c := New(hws.Policy{Kind: hws.CRS}, 3, g, 0)
+	var seq []pcor.ProcID
+	for range 6 {
+		v, _ := c.Victim(athread.StealQuery{Self: 3, Procs: procs(4)})
+		seq = append(seq, v)
+	}
+	for i, v := range seq {
+		if (v < 2) != (i%2 == 1) || v == 3 {
+			t.Fatalf("crs requests %v", seq)
+		}
+	}
+}
