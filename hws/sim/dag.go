@@ -54,10 +54,6 @@ func (d *DAG) add(parent int32, pre, post, arg, res int32) int32 {
 	return n
 }
 
-// setPre changes a task's Pre work (for a leaf whose work is known after
-// its subtree was explored).
-func (d *DAG) setPre(n int32, pre int32) { d.pre[n] = pre }
-
 // Len is the number of tasks.
 func (d *DAG) Len() int { return len(d.pre) }
 
