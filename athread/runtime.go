@@ -44,6 +44,9 @@ type Config struct {
 	// Trace records the execution trace (WriteTrace) and DAG records the
 	// task graph (WriteDOT).
 	Trace, DAG bool
+	// IdleSpin is how long an idle VP keeps looking for work before it
+	// sleeps (default DefaultIdleSpin; negative: sleep at once).
+	IdleSpin time.Duration
 }
 
 // Runtime runs threads on the VPs of this process and, with a Node, moves
@@ -95,6 +98,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	if cfg.Policy == nil {
 		cfg.Policy = &Random{}
+	}
+	if cfg.IdleSpin == 0 {
+		cfg.IdleSpin = DefaultIdleSpin
 	}
 	if cfg.ServiceThread == 0 {
 		cfg.ServiceThread = DefaultServiceThread
@@ -381,11 +387,11 @@ func (rt *Runtime) join(ctx context.Context, x *task) error {
 	outer := w.cur
 	w.cur = nil
 	defer func() { w.cur = outer }()
-	spins := 0
+	var spin spinner
 	for x.state.Load() != stateDone {
 		if t := w.pop(); t != nil {
 			w.exec(t)
-			spins = 0
+			spin.reset()
 			continue
 		}
 		if x.state.CompareAndSwap(stateReady, stateRunning) {
@@ -394,15 +400,12 @@ func (rt *Runtime) join(ctx context.Context, x *task) error {
 		}
 		if t := w.find(); t != nil {
 			w.exec(t)
-			spins = 0
+			spin.reset()
 			continue
 		}
-		if spins < spinRounds {
-			spins++
-			runtime.Gosched()
+		if spin.again(rt.cfg.IdleSpin) {
 			continue
 		}
-		spins = 0
 		if err := w.park(ctx, x); err != nil {
 			return err
 		}

@@ -5,12 +5,44 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // spinRounds is how many times an idle VP looks for work, yielding in
-// between, before it sleeps: waking a sleeping VP costs far more than a
-// few empty looks.
+// between, before it starts watching the clock: waking a sleeping VP costs
+// far more than a few empty looks.
 const spinRounds = 64
+
+// DefaultIdleSpin is how long an idle VP keeps looking for work before it
+// sleeps (Config.IdleSpin).
+const DefaultIdleSpin = 500 * time.Microsecond
+
+// spinner tracks how long a VP has been looking for work in vain.
+type spinner struct {
+	rounds int
+	since  time.Time
+}
+
+// again reports whether the VP should look once more (after yielding)
+// rather than sleep.
+func (s *spinner) again(limit time.Duration) bool {
+	s.rounds++
+	if s.rounds < spinRounds {
+		runtime.Gosched()
+		return true
+	}
+	if s.since.IsZero() {
+		s.since = time.Now()
+	}
+	if limit > 0 && time.Since(s.since) < limit {
+		runtime.Gosched()
+		return true
+	}
+	*s = spinner{}
+	return false
+}
+
+func (s *spinner) reset() { *s = spinner{} }
 
 // vp is a virtual processor: a goroutine that runs ready tasks from its
 // own deque and steals from the others when it has none.
@@ -50,22 +82,19 @@ func (w *vp) pop() *task {
 // loop is the VP's goroutine.
 func (w *vp) loop() {
 	defer w.rt.wg.Done()
-	spins := 0
+	var spin spinner
 	for {
 		if t := w.find(); t != nil {
 			w.exec(t)
-			spins = 0
+			spin.reset()
 			continue
 		}
 		if w.rt.closed.Load() {
 			return
 		}
-		if spins < spinRounds {
-			spins++
-			runtime.Gosched()
+		if spin.again(w.rt.cfg.IdleSpin) {
 			continue
 		}
-		spins = 0
 		w.park(context.Background(), nil)
 	}
 }
