@@ -88,7 +88,7 @@ func (m *membership) onEvent(ev directory.Event) {
 func (m *membership) attach(n *Node) {
 	m.mu.Lock()
 	m.node = n
-	m.router = newRouter(n.Engine(), uint32(n.Proc()))
+	m.router = newRouter(n.eng, uint32(n.Proc()))
 	m.router.reset(m.client.Members())
 	held := m.pending
 	m.pending = nil

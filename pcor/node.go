@@ -128,7 +128,7 @@ func (n *Node) Thread(id ThreadID) *Thread {
 		n.nextThread = id + 1
 	}
 	n.mu.Unlock()
-	return &Thread{node: n, id: id, req: n.eng.NewRequest()}
+	return &Thread{node: n, ep: n.eng.Endpoint(id)}
 }
 
 // Alloc returns a buffer of size bytes that the node's fabrics send from
@@ -137,9 +137,6 @@ func (n *Node) Alloc(size int) []byte { return n.eng.Alloc(size) }
 
 // Stats returns the counters of every port.
 func (n *Node) Stats() []PortStats { return n.eng.Stats() }
-
-// Engine exposes the dispatch engine (for tools and tests).
-func (n *Node) Engine() *engine.Engine { return n.eng }
 
 // Close stops the node: pending requests fail with ErrClosed and every
 // goroutine of the node ends. It is idempotent.

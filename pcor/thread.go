@@ -9,9 +9,7 @@ import (
 // Thread is a communication endpoint owned by a goroutine.
 type Thread struct {
 	node *Node
-	id   ThreadID
-	req  *engine.Request // reused by the blocking receives
-	sreq *engine.Request // reused by Send once the engine lets go of it
+	ep   *engine.Endpoint
 }
 
 // Request is a pending non-blocking send or receive.
@@ -34,7 +32,7 @@ type Status struct {
 }
 
 // Addr is this thread's address.
-func (t *Thread) Addr() Addr { return Addr{t.node.Proc(), t.id} }
+func (t *Thread) Addr() Addr { return Addr{t.node.Proc(), t.ep.ID()} }
 
 // Node is the thread's node.
 func (t *Thread) Node() *Node { return t.node }
@@ -42,51 +40,19 @@ func (t *Thread) Node() *Node { return t.node }
 // Isend starts sending data to dst with tag. data must not be modified
 // until the request completes.
 func (t *Thread) Isend(dst Addr, tag Tag, data []byte) *Request {
-	r := t.node.eng.NewSend(t.id, dst.Proc, dst.Thread, tag, data)
-	t.node.eng.Start(r)
-	return &Request{r}
+	return &Request{t.ep.Isend(dst.Proc, dst.Thread, tag, data)}
 }
 
 // Send sends data to dst with tag and returns once the destination process
 // has accepted the whole message. If ctx ends first the send is cancelled.
 func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
-	// A send request can stay referenced by fragments in flight after it
-	// completes; it is reused only once the engine holds none.
-	r := t.sreq
-	if r != nil && r.Idle() {
-		r.Reuse()
-		r.SetSend(t.id, dst.Proc, dst.Thread, tag, data)
-	} else {
-		r = t.node.eng.NewSend(t.id, dst.Proc, dst.Thread, tag, data)
-		t.sreq = r
-	}
-	r.SetUrgent()
-	t.node.eng.Start(r)
-	return t.wait(ctx, r)
-}
-
-func (t *Thread) wait(ctx context.Context, r *engine.Request) error {
-	err := r.Wait(ctx)
-	if err != nil && ctx.Err() != nil && err == ctx.Err() {
-		r.Cancel()
-		if werr := r.Wait(context.Background()); werr != engine.ErrCanceled {
-			// Completed before the cancel took effect.
-			if werr == nil {
-				return nil
-			}
-			return werr
-		}
-		return err
-	}
-	return err
+	return t.ep.Send(ctx, dst.Proc, dst.Thread, tag, data)
 }
 
 // Irecv starts receiving a message from src (wildcards allowed) with tag
 // (or AnyTag) into buf; with a nil buf the library allocates.
 func (t *Thread) Irecv(src Addr, tag Tag, buf []byte) *Request {
-	r := t.node.eng.NewRecv(t.id, src.Proc, src.Thread, tag, buf)
-	t.node.eng.Start(r)
-	return &Request{r}
+	return &Request{t.ep.Irecv(src.Proc, src.Thread, tag, buf)}
 }
 
 // Recv receives a message from src (wildcards allowed) with tag (or
@@ -99,14 +65,11 @@ func (t *Thread) Recv(ctx context.Context, src Addr, tag Tag) (Message, error) {
 // data is buf trimmed to the message length. A longer message fills buf and
 // reports ErrTruncated.
 func (t *Thread) RecvInto(ctx context.Context, src Addr, tag Tag, buf []byte) (Message, error) {
-	r := t.req
-	r.Reuse()
-	r.SetRecv(t.id, src.Proc, src.Thread, tag, buf)
-	t.node.eng.Start(r)
-	if err := t.wait(ctx, r); err != nil && err != engine.ErrTruncated {
+	r, err := t.ep.Recv(ctx, src.Proc, src.Thread, tag, buf)
+	if r == nil {
 		return Message{}, err
 	}
-	return message(r), r.Err()
+	return message(r), err
 }
 
 func message(r *engine.Request) Message {
@@ -116,13 +79,13 @@ func message(r *engine.Request) Message {
 
 // Iprobe reports whether a message matching src and tag is waiting.
 func (t *Thread) Iprobe(src Addr, tag Tag) (Status, bool) {
-	st, ok := t.node.eng.Iprobe(t.id, src.Proc, src.Thread, tag)
+	st, ok := t.ep.Iprobe(src.Proc, src.Thread, tag)
 	return Status{Addr{st.SrcProc, st.SrcThread}, st.Tag, st.Len}, ok
 }
 
 // Probe waits until a message matching src and tag is waiting.
 func (t *Thread) Probe(ctx context.Context, src Addr, tag Tag) (Status, error) {
-	st, err := t.node.eng.Probe(ctx, t.id, src.Proc, src.Thread, tag)
+	st, err := t.ep.Probe(ctx, src.Proc, src.Thread, tag)
 	return Status{Addr{st.SrcProc, st.SrcThread}, st.Tag, st.Len}, err
 }
 

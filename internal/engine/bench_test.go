@@ -71,14 +71,13 @@ func BenchmarkSendPath64(b *testing.B) {
 	ctx := context.Background()
 	data := make([]byte, 64)
 	buf := make([]byte, 64)
-	r := e1.NewRequest()
+	r := newRequest(e1, recvReq)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		r.Reuse()
-		r.SetRecv(0, 0, 0, 1, buf)
-		e1.Start(r)
-		s := e0.NewSend(0, 1, 0, 1, data)
-		e0.Start(s)
+		r.rearmRecv(0, 0, 0, 1, buf)
+		e1.post(r)
+		s := e0.newSend(0, 1, 0, 1, data)
+		e0.post(s)
 		if err := r.Wait(ctx); err != nil {
 			b.Fatal(err)
 		}
@@ -95,14 +94,13 @@ func BenchmarkLocalPath64(b *testing.B) {
 	ctx := context.Background()
 	data := make([]byte, 64)
 	buf := make([]byte, 64)
-	r := e.NewRequest()
+	r := newRequest(e, recvReq)
 	b.ReportAllocs()
 	for i := 0; i < b.N; i++ {
-		r.Reuse()
-		r.SetRecv(0, 0, 1, 1, buf)
-		e.Start(r)
-		s := e.NewSend(1, 0, 0, 1, data)
-		e.Start(s)
+		r.rearmRecv(0, 0, 1, 1, buf)
+		e.post(r)
+		s := e.newSend(1, 0, 0, 1, data)
+		e.post(s)
 		if err := r.Wait(ctx); err != nil {
 			b.Fatal(err)
 		}

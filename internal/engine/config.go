@@ -65,7 +65,7 @@ const (
 	minCwnd           = 4
 )
 
-func (c *Config) fill() {
+func (c *Config) fillLocked() {
 	if c.MaxMessage <= 0 {
 		c.MaxMessage = defaultMaxMessage
 	}

@@ -17,16 +17,16 @@ func TestMessagesOfDepartedPeerAreReceived(t *testing.T) {
 	defer cancel()
 	sizes := []int{0, 8, 200 << 10}
 	for i, n := range sizes {
-		s := e0.NewSend(3, 1, 4, Tag(9+i), pattern(n, uint64(n)))
-		e0.Start(s)
+		s := e0.newSend(3, 1, 4, Tag(9+i), pattern(n, uint64(n)))
+		e0.post(s)
 		if err := s.Wait(ctx); err != nil {
 			t.Fatalf("send %d: %v", n, err)
 		}
 	}
 	e1.RemovePeer(0, &PeerDownError{Proc: 0, Reason: "left"})
 	for i, n := range sizes {
-		r := e1.NewRecv(4, 0, 3, Tag(9+i), nil)
-		e1.Start(r)
+		r := e1.newRecv(4, 0, 3, Tag(9+i), nil)
+		e1.post(r)
 		if err := r.Wait(ctx); err != nil {
 			t.Fatalf("receive of %d bytes sent before the sender left: %v", n, err)
 		}
@@ -35,8 +35,8 @@ func TestMessagesOfDepartedPeerAreReceived(t *testing.T) {
 		}
 	}
 	for _, tag := range []Tag{9, 10, AnyTag} {
-		r := e1.NewRecv(4, 0, 3, tag, nil)
-		e1.Start(r)
+		r := e1.newRecv(4, 0, 3, tag, nil)
+		e1.post(r)
 		if err := r.Wait(ctx); !errors.Is(err, ErrPeerDown) {
 			t.Fatalf("receive (tag %d) from a departed peer with nothing left: %v, want ErrPeerDown", tag, err)
 		}

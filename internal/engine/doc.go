@@ -21,4 +21,19 @@
 // Messages from one process to another are accepted in the order they were
 // first transmitted, so messages between two threads with the same tag are
 // never overtaken.
+//
+// A thread reaches the engine through its Endpoint, which posts sends and
+// receives and owns the requests its blocking calls reuse.
+//
+// Files, one job each: engine.go (the Engine, routes, budget, Close),
+// endpoint.go and request.go (the thread's side), send.go (queueing and
+// cutting fragments), transmit.go, timer.go (retransmission timeouts),
+// ackin.go (acknowledgements and BUSY received), txstream.go (the send
+// stream), dispatcher.go (a port's receive loop and the end of its batch),
+// rxdata.go (fragments and aborts received), rxstream.go (the receive
+// stream), ackout.go (acknowledgements sent), forward.go, recv.go (posted
+// receives, probes), recvtable.go and mcb.go (pCoR's receive table and
+// message control blocks), local.go (messages between threads of one
+// process). A method whose name ends in Locked runs with the lock named in
+// its comment held; the lock is taken and released by its caller.
 package engine

@@ -26,7 +26,7 @@ type Engine struct {
 	peers   atomic.Pointer[map[ProcID]*peer]
 
 	portsMu sync.Mutex
-	ports   []*port
+	ports   []*dispatcher
 
 	localMu      sync.Mutex
 	localQ       []*Request
@@ -44,7 +44,7 @@ type Engine struct {
 
 // New creates an engine; ports are added with AddPort.
 func New(cfg Config) (*Engine, error) {
-	cfg.fill()
+	cfg.fillLocked()
 	if cfg.Proc == AnyProc {
 		return nil, errors.New("pcor: invalid process id")
 	}
@@ -63,9 +63,6 @@ func New(cfg Config) (*Engine, error) {
 // Proc is the engine's process id.
 func (e *Engine) Proc() ProcID { return e.cfg.Proc }
 
-// Config returns the effective configuration.
-func (e *Engine) Config() Config { return e.cfg }
-
 // AddPort starts a dispatcher for fab and returns the port's index.
 func (e *Engine) AddPort(fab fabric.Port, mode Mode) (int, error) {
 	if e.closed.Load() {
@@ -73,25 +70,14 @@ func (e *Engine) AddPort(fab fabric.Port, mode Mode) (int, error) {
 	}
 	e.portsMu.Lock()
 	defer e.portsMu.Unlock()
-	pt := &port{e: e, fab: fab, mode: mode, idx: len(e.ports)}
-	e.ports = append(e.ports, pt)
+	d := &dispatcher{e: e, fab: fab, mode: mode, idx: len(e.ports)}
+	e.ports = append(e.ports, d)
 	e.wg.Add(1)
-	go pt.loop()
-	return pt.idx, nil
+	go d.loop()
+	return d.idx, nil
 }
 
-// Ports returns the fabric ports in index order.
-func (e *Engine) Ports() []fabric.Port {
-	e.portsMu.Lock()
-	defer e.portsMu.Unlock()
-	out := make([]fabric.Port, len(e.ports))
-	for i, p := range e.ports {
-		out[i] = p.fab
-	}
-	return out
-}
-
-func (e *Engine) port(i int) *port {
+func (e *Engine) dispatcherAt(i int) *dispatcher {
 	e.portsMu.Lock()
 	defer e.portsMu.Unlock()
 	if i < 0 || i >= len(e.ports) {
@@ -131,15 +117,15 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 	}
 	rs := make(routeSet, 0, len(specs))
 	for _, sp := range specs {
-		pt := e.port(sp.Port)
-		if pt == nil {
+		d := e.dispatcherAt(sp.Port)
+		if d == nil {
 			return fmt.Errorf("pcor: no port %d", sp.Port)
 		}
-		fep, err := pt.fab.ParseEndpoint(sp.Endpoint)
+		fep, err := d.fab.ParseEndpoint(sp.Endpoint)
 		if err != nil {
 			return err
 		}
-		maxDg := pt.fab.MaxDatagram(fep)
+		maxDg := d.fab.MaxDatagram(fep)
 		if maxDg > wire.MaxFragment {
 			maxDg = wire.MaxFragment
 		}
@@ -149,7 +135,7 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 		if maxDg < wire.HeaderSize+minFragSize {
 			return fmt.Errorf("pcor: datagrams of %d bytes are too small", maxDg)
 		}
-		rs = append(rs, &route{port: pt, ep: fep, maxDg: maxDg, minSize: sp.MinSize})
+		rs = append(rs, &route{disp: d, ep: fep, maxDg: maxDg, minSize: sp.MinSize})
 	}
 	if p := e.peer(proc); p != nil {
 		// Keep the route objects that did not change, so that messages
@@ -157,7 +143,7 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 		if old := p.routes.Load(); old != nil {
 			for i, r := range rs {
 				for _, o := range *old {
-					if o.port == r.port && o.ep.String() == r.ep.String() && o.maxDg == r.maxDg && o.minSize == r.minSize {
+					if o.disp == r.disp && o.ep.String() == r.ep.String() && o.maxDg == r.maxDg && o.minSize == r.minSize {
 						rs[i] = o
 					}
 				}
@@ -214,20 +200,10 @@ func (e *Engine) RemovePeer(proc ProcID, err error) {
 	if p != nil {
 		p.fail(err)
 		p.rxmu.Lock()
-		e.dropOwned(p, err)
+		e.dropOwnedLocked(p, err)
 		p.rxmu.Unlock()
 	}
 	e.failPostedFrom(proc, err)
-}
-
-// Peers lists the processes the engine has routes to.
-func (e *Engine) Peers() []ProcID {
-	m := *e.peers.Load()
-	out := make([]ProcID, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 func (e *Engine) peer(proc ProcID) *peer { return (*e.peers.Load())[proc] }
@@ -247,11 +223,11 @@ func (e *Engine) Stats() []PortStats {
 	e.portsMu.Lock()
 	defer e.portsMu.Unlock()
 	out := make([]PortStats, len(e.ports))
-	for i, pt := range e.ports {
-		out[i].Fabric = pt.fab.Kind()
-		out[i].Endpoint = pt.fab.LocalEndpoint().String()
-		out[i].Mode = pt.mode
-		pt.c.snapshot(&out[i])
+	for i, d := range e.ports {
+		out[i].Fabric = d.fab.Kind()
+		out[i].Endpoint = d.fab.LocalEndpoint().String()
+		out[i].Mode = d.mode
+		d.c.snapshot(&out[i])
 	}
 	return out
 }
@@ -259,8 +235,8 @@ func (e *Engine) Stats() []PortStats {
 // BudgetUsed is the number of bytes currently held for unreceived messages.
 func (e *Engine) BudgetUsed() int64 { return e.budgetUsed.Load() }
 
-// MCBsInUse is the number of message control blocks in use.
-func (e *Engine) MCBsInUse() int { return e.pool.inUse() }
+// mcbsInUse is the number of message control blocks in use.
+func (e *Engine) mcbsInUse() int { return e.pool.inUse() }
 
 // reserve takes n bytes of the receive budget. A message larger than the
 // whole budget is admitted only while nothing else is held.
@@ -314,7 +290,7 @@ func (e *Engine) Close() error {
 			pending := p.rx.ackPending
 			var a wire.AckBody
 			if pending {
-				p.takeAck(&a)
+				p.takeAckLocked(&a)
 			}
 			if p.ackTimer != nil {
 				p.ackTimer.Stop()
@@ -327,16 +303,16 @@ func (e *Engine) Close() error {
 		e.closed.Store(true)
 		close(e.closing)
 		e.portsMu.Lock()
-		ports := append([]*port(nil), e.ports...)
+		ports := append([]*dispatcher(nil), e.ports...)
 		e.portsMu.Unlock()
-		for _, pt := range ports {
-			pt.fab.Close()
+		for _, d := range ports {
+			d.fab.Close()
 		}
 		e.wg.Wait()
 		for _, p := range *e.peers.Load() {
 			p.fail(ErrClosed)
 			p.rxmu.Lock()
-			e.dropOwned(p, ErrClosed)
+			e.dropOwnedLocked(p, ErrClosed)
 			for id, m := range p.rx.inprog {
 				delete(p.rx.inprog, id)
 				e.freeMCB(m)
@@ -366,6 +342,3 @@ func (e *Engine) Close() error {
 	})
 	return nil
 }
-
-// Closed reports whether Close was called.
-func (e *Engine) Closed() bool { return e.closed.Load() }

@@ -63,10 +63,10 @@ func TestSizesOverMem(t *testing.T) {
 	defer cancel()
 	for _, n := range []int{0, 1, 65535, 65536, 65537, 2095872, 2095873, 8 << 20} {
 		data := pattern(n, uint64(n))
-		s := e0.NewSend(3, 1, 4, 9, data)
-		e0.Start(s)
-		r := e1.NewRecv(4, 0, 3, 9, nil)
-		e1.Start(r)
+		s := e0.newSend(3, 1, 4, 9, data)
+		e0.post(s)
+		r := e1.newRecv(4, 0, 3, 9, nil)
+		e1.post(r)
 		if err := r.Wait(ctx); err != nil {
 			t.Fatalf("%d: recv: %v", n, err)
 		}

@@ -28,8 +28,8 @@ func TestOrderManyPairs(t *testing.T) {
 			for i := 0; i < per; i++ {
 				n := (i * 977) % 70000
 				data := pattern(n, uint64(p*per+i))
-				s := e0.NewSend(ThreadID(p), 1, ThreadID(p), Tag(p%2), data)
-				e0.Start(s)
+				s := e0.newSend(ThreadID(p), 1, ThreadID(p), Tag(p%2), data)
+				e0.post(s)
 				if err := s.Wait(ctx); err != nil {
 					errs <- err
 					return
@@ -39,8 +39,8 @@ func TestOrderManyPairs(t *testing.T) {
 		go func(p int) {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				r := e1.NewRecv(ThreadID(p), 0, ThreadID(p), Tag(p%2), nil)
-				e1.Start(r)
+				r := e1.newRecv(ThreadID(p), 0, ThreadID(p), Tag(p%2), nil)
+				e1.post(r)
 				if err := r.Wait(ctx); err != nil {
 					errs <- err
 					return
@@ -64,14 +64,14 @@ func TestWildcardAndProbe(t *testing.T) {
 	e0, e1 := memPair(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s := e0.NewSend(5, 1, 2, 77, []byte("hello"))
-	e0.Start(s)
-	st, err := e1.Probe(ctx, 2, AnyProc, AnyThread, AnyTag)
+	s := e0.newSend(5, 1, 2, 77, []byte("hello"))
+	e0.post(s)
+	st, err := e1.probe(ctx, 2, AnyProc, AnyThread, AnyTag)
 	if err != nil || st.SrcProc != 0 || st.SrcThread != 5 || st.Tag != 77 || st.Len != 5 {
 		t.Fatalf("probe: %+v %v", st, err)
 	}
-	r := e1.NewRecv(2, AnyProc, AnyThread, AnyTag, nil)
-	e1.Start(r)
+	r := e1.newRecv(2, AnyProc, AnyThread, AnyTag, nil)
+	e1.post(r)
 	if err := r.Wait(ctx); err != nil || string(r.Data()) != "hello" {
 		t.Fatalf("recv: %q %v", r.Data(), err)
 	}
@@ -79,12 +79,12 @@ func TestWildcardAndProbe(t *testing.T) {
 		t.Fatalf("source %d %d tag %d", p, th, r.Tag())
 	}
 	// A posted wildcard receive and an exact one: the earlier posted wins.
-	w := e1.NewRecv(2, AnyProc, AnyThread, AnyTag, nil)
-	e1.Start(w)
-	x := e1.NewRecv(2, 0, 5, 1, nil)
-	e1.Start(x)
-	e0.Start(e0.NewSend(5, 1, 2, 1, []byte("a")))
-	e0.Start(e0.NewSend(5, 1, 2, 1, []byte("b")))
+	w := e1.newRecv(2, AnyProc, AnyThread, AnyTag, nil)
+	e1.post(w)
+	x := e1.newRecv(2, 0, 5, 1, nil)
+	e1.post(x)
+	e0.post(e0.newSend(5, 1, 2, 1, []byte("a")))
+	e0.post(e0.newSend(5, 1, 2, 1, []byte("b")))
 	if err := w.Wait(ctx); err != nil || string(w.Data()) != "a" {
 		t.Fatalf("wildcard got %q %v", w.Data(), err)
 	}
@@ -99,15 +99,15 @@ func TestLocalDelivery(t *testing.T) {
 	defer cancel()
 	before := e0.Stats()[0].FragsSent
 	for i := 0; i < 100; i++ {
-		s := e0.NewSend(1, 0, 2, 3, []byte{byte(i)})
-		e0.Start(s)
+		s := e0.newSend(1, 0, 2, 3, []byte{byte(i)})
+		e0.post(s)
 		if err := s.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := 0; i < 100; i++ {
-		r := e0.NewRecv(2, 0, 1, 3, make([]byte, 4))
-		e0.Start(r)
+		r := e0.newRecv(2, 0, 1, 3, make([]byte, 4))
+		e0.post(r)
 		if err := r.Wait(ctx); err != nil || len(r.Data()) != 1 || r.Data()[0] != byte(i) {
 			t.Fatalf("%d: %v %v", i, r.Data(), err)
 		}
@@ -115,8 +115,8 @@ func TestLocalDelivery(t *testing.T) {
 	if e0.Stats()[0].FragsSent != before {
 		t.Fatal("local messages touched the fabric")
 	}
-	if e0.BudgetUsed() != 0 || e0.MCBsInUse() != 0 {
-		t.Fatalf("leak: budget %d mcbs %d", e0.BudgetUsed(), e0.MCBsInUse())
+	if e0.BudgetUsed() != 0 || e0.mcbsInUse() != 0 {
+		t.Fatalf("leak: budget %d mcbs %d", e0.BudgetUsed(), e0.mcbsInUse())
 	}
 }
 
@@ -130,8 +130,8 @@ func TestBusyBoundsMemory(t *testing.T) {
 	const n, size = 64, 1 << 20
 	var sends []*Request
 	for i := 0; i < n; i++ {
-		s := e0.NewSend(0, 1, 0, 0, pattern(size, uint64(i)))
-		e0.Start(s)
+		s := e0.newSend(0, 1, 0, 0, pattern(size, uint64(i)))
+		e0.post(s)
 		sends = append(sends, s)
 	}
 	deadline := time.Now().Add(500 * time.Millisecond)
@@ -145,8 +145,8 @@ func TestBusyBoundsMemory(t *testing.T) {
 		t.Fatal("no BUSY sent")
 	}
 	for i := 0; i < n; i++ {
-		r := e1.NewRecv(0, 0, 0, 0, nil)
-		e1.Start(r)
+		r := e1.newRecv(0, 0, 0, 0, nil)
+		e1.post(r)
 		if err := r.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -168,8 +168,8 @@ func TestUnreachable(t *testing.T) {
 	e0, e1 := pair(t, a, b, Config{UnreachableTimeout: 300 * time.Millisecond})
 	e1.Close()
 	start := time.Now()
-	s := e0.NewSend(0, 1, 0, 0, []byte("x"))
-	e0.Start(s)
+	s := e0.newSend(0, 1, 0, 0, []byte("x"))
+	e0.post(s)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	err := s.Wait(ctx)
@@ -190,11 +190,11 @@ func TestCloseDuringTraffic(t *testing.T) {
 	e0, e1 := pair(t, a, b, Config{})
 	var reqs []*Request
 	for i := 0; i < 50; i++ {
-		s := e0.NewSend(0, 1, 0, 0, pattern(300000, 1))
-		e0.Start(s)
+		s := e0.newSend(0, 1, 0, 0, pattern(300000, 1))
+		e0.post(s)
 		reqs = append(reqs, s)
-		r := e1.NewRecv(1, AnyProc, AnyThread, AnyTag, nil)
-		e1.Start(r)
+		r := e1.newRecv(1, AnyProc, AnyThread, AnyTag, nil)
+		e1.post(r)
 		reqs = append(reqs, r)
 	}
 	time.Sleep(20 * time.Millisecond)
@@ -229,8 +229,8 @@ func TestThousandThreads(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			r := e1.NewRecv(ThreadID(i), 0, AnyThread, 5, nil)
-			e1.Start(r)
+			r := e1.newRecv(ThreadID(i), 0, AnyThread, 5, nil)
+			e1.post(r)
 			if err := r.Wait(ctx); err == nil && int(binary.LittleEndian.Uint32(r.Data())) == i {
 				got[i] = true
 			}
@@ -239,7 +239,7 @@ func TestThousandThreads(t *testing.T) {
 	for i := n - 1; i >= 0; i-- {
 		var b [4]byte
 		binary.LittleEndian.PutUint32(b[:], uint32(i))
-		e0.Start(e0.NewSend(ThreadID(i%7), 1, ThreadID(i), 5, b[:]))
+		e0.post(e0.newSend(ThreadID(i%7), 1, ThreadID(i), 5, b[:]))
 	}
 	wg.Wait()
 	for i, ok := range got {
@@ -258,10 +258,10 @@ func TestOwnedReceiveCancel(t *testing.T) {
 	defer cancel()
 	data := pattern(8<<20, 5)
 	buf := make([]byte, 8<<20)
-	r := e1.NewRecv(0, 0, 0, 1, buf)
-	e1.Start(r)
-	s := e0.NewSend(0, 1, 0, 1, data)
-	e0.Start(s)
+	r := e1.newRecv(0, 0, 0, 1, buf)
+	e1.post(r)
+	s := e0.newSend(0, 1, 0, 1, data)
+	e0.post(s)
 	for r.ownerPeer.Load() == nil {
 		if done, _ := r.Test(); done {
 			t.Fatal("receive completed before it could be cancelled")
@@ -272,8 +272,8 @@ func TestOwnedReceiveCancel(t *testing.T) {
 	if err := r.Wait(ctx); !errors.Is(err, ErrCanceled) {
 		t.Fatalf("cancelled receive: %v", err)
 	}
-	r2 := e1.NewRecv(0, 0, 0, 1, nil)
-	e1.Start(r2)
+	r2 := e1.newRecv(0, 0, 0, 1, nil)
+	e1.post(r2)
 	if err := r2.Wait(ctx); err != nil || !bytes.Equal(r2.Data(), data) {
 		t.Fatalf("second receive: %v, equal %v", err, bytes.Equal(r2.Data(), data))
 	}
@@ -281,9 +281,9 @@ func TestOwnedReceiveCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	// And uncancelled, the data lands in the caller's buffer.
-	r3 := e1.NewRecv(0, 0, 0, 1, buf)
-	e1.Start(r3)
-	e0.Start(e0.NewSend(0, 1, 0, 1, data))
+	r3 := e1.newRecv(0, 0, 0, 1, buf)
+	e1.post(r3)
+	e0.post(e0.newSend(0, 1, 0, 1, data))
 	if err := r3.Wait(ctx); err != nil || &r3.Data()[0] != &buf[0] || !bytes.Equal(buf, data) {
 		t.Fatalf("owned receive: %v", err)
 	}
@@ -303,10 +303,10 @@ func TestPeerRestart(t *testing.T) {
 		t.Helper()
 		for i := 0; i < 20; i++ {
 			data := pattern(1000*i, uint64(i))
-			s := x.NewSend(0, y.Proc(), 0, tag, data)
-			x.Start(s)
-			r := y.NewRecv(0, x.Proc(), 0, tag, nil)
-			y.Start(r)
+			s := x.newSend(0, y.Proc(), 0, tag, data)
+			x.post(s)
+			r := y.newRecv(0, x.Proc(), 0, tag, nil)
+			y.post(r)
 			if err := r.Wait(ctx); err != nil || !bytes.Equal(r.Data(), data) {
 				t.Fatalf("message %d: %v", i, err)
 			}
@@ -338,10 +338,10 @@ func TestCancelledSendFreesOwner(t *testing.T) {
 	e0, e1 := slowPair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	r := e1.NewRecv(0, 0, 0, 1, make([]byte, 8<<20))
-	e1.Start(r)
-	s := e0.NewSend(0, 1, 0, 1, pattern(8<<20, 1))
-	e0.Start(s)
+	r := e1.newRecv(0, 0, 0, 1, make([]byte, 8<<20))
+	e1.post(r)
+	s := e0.newSend(0, 1, 0, 1, pattern(8<<20, 1))
+	e0.post(s)
 	for r.ownerPeer.Load() == nil {
 		time.Sleep(time.Millisecond)
 	}
@@ -349,7 +349,7 @@ func TestCancelledSendFreesOwner(t *testing.T) {
 	if err := s.Wait(ctx); !errors.Is(err, ErrCanceled) {
 		t.Fatalf("cancelled send: %v", err)
 	}
-	e0.Start(e0.NewSend(0, 1, 0, 1, []byte("next")))
+	e0.post(e0.newSend(0, 1, 0, 1, []byte("next")))
 	if err := r.Wait(ctx); err != nil || string(r.Data()) != "next" {
 		t.Fatalf("receive got %d bytes, %v", len(r.Data()), err)
 	}

@@ -47,13 +47,13 @@ func TestForwardThroughGateway(t *testing.T) {
 	var sends []*Request
 	sizes := []int{1, 1000, 70000, 1 << 20, 16 << 20}
 	for i, n := range sizes {
-		s := a.NewSend(0, 2, 0, Tag(i), pattern(n, uint64(n)))
-		a.Start(s)
+		s := a.newSend(0, 2, 0, Tag(i), pattern(n, uint64(n)))
+		a.post(s)
 		sends = append(sends, s)
 	}
 	for i, n := range sizes {
-		r := c.NewRecv(0, 0, 0, Tag(i), nil)
-		c.Start(r)
+		r := c.newRecv(0, 0, 0, Tag(i), nil)
+		c.post(r)
 		if err := r.Wait(ctx); err != nil {
 			t.Fatalf("%d B: %v", n, err)
 		}
@@ -70,7 +70,7 @@ func TestForwardThroughGateway(t *testing.T) {
 	if st[0].Forwarded == 0 || st[1].Forwarded == 0 {
 		t.Fatalf("gateway forwarded %d and %d", st[0].Forwarded, st[1].Forwarded)
 	}
-	if b.MCBsInUse() != 0 {
+	if b.mcbsInUse() != 0 {
 		t.Fatal("the gateway reassembled messages")
 	}
 	t.Logf("gateway forwarded %d and %d datagrams; sender retransmitted %d", st[0].Forwarded, st[1].Forwarded, a.Stats()[0].Retransmits)
@@ -104,8 +104,8 @@ func TestRouteBySize(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, n := range []int{10, 100000} {
-		s := a.NewSend(0, 1, 0, 0, make([]byte, n))
-		a.Start(s)
+		s := a.newSend(0, 1, 0, 0, make([]byte, n))
+		a.post(s)
 		if err := s.Wait(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -26,7 +26,7 @@ func FuzzHandle(f *testing.F) {
 	}
 	e.AddPort(a, Blocking)
 	e.SetPeer(1, 0, b.LocalEndpoint().String())
-	pt := e.ports[0]
+	d := e.ports[0]
 	f.Cleanup(func() { e.Close(); b.Close() })
 	f.Fuzz(func(t *testing.T, kind uint8, fragSize uint32, total uint64, idx uint32, msgID, seq uint64, body []byte) {
 		if kind == uint8(wire.Data) && uint64(len(body)) != wire.FragLen(total, fragSize, idx) {
@@ -44,8 +44,8 @@ func FuzzHandle(f *testing.F) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		before := ms.HeapAlloc
-		pt.handle(pkt, nanotime())
-		pt.flush()
+		d.handle(pkt, nanotime())
+		d.flush()
 		runtime.ReadMemStats(&ms)
 		if grown := int64(ms.HeapAlloc) - int64(before); grown > 8<<20 {
 			t.Fatalf("one %d-byte datagram grew the heap by %d bytes", len(pkt), grown)

@@ -12,7 +12,7 @@ import (
 // peer, or of the gateway that forwards to it, for messages of at least
 // minSize bytes.
 type route struct {
-	port    *port
+	disp    *dispatcher
 	ep      fabric.Endpoint
 	maxDg   int
 	minSize int64
@@ -120,7 +120,7 @@ func (p *peer) checkInc(inc uint32) bool {
 	p.restartTx()
 	p.ackedCum.Store(0)
 	p.rxmu.Lock()
-	p.e.dropOwned(p, nil) // receives wait for the new process's messages
+	p.e.dropOwnedLocked(p, nil) // receives wait for the new process's messages
 	for id, m := range p.rx.inprog {
 		delete(p.rx.inprog, id)
 		p.e.freeMCB(m)
@@ -150,3 +150,68 @@ var epoch = time.Now()
 
 // nanotime is a monotonic clock in nanoseconds.
 func nanotime() int64 { return int64(time.Since(epoch)) }
+
+// fail completes every pending send to the peer with err and refuses new
+// ones until the peer is set again.
+func (p *peer) fail(err error) {
+	p.mu.Lock()
+	if p.tx.failed != nil {
+		p.mu.Unlock()
+		return
+	}
+	p.tx.failed = err
+	reqs := p.drainTxLocked()
+	p.mu.Unlock()
+	for _, r := range reqs {
+		r.complete(err)
+	}
+}
+
+// restartTx starts the stream anew for a peer that restarted: the messages
+// still pending are sent again from their beginning, in their order, to
+// the new process.
+func (p *peer) restartTx() {
+	p.mu.Lock()
+	reqs := p.drainTxLocked()
+	failed := p.tx.failed
+	p.tx = txStream{}
+	p.tx.init(p.e)
+	p.tx.failed = failed
+	seen := make(map[*Request]bool, len(reqs))
+	for _, r := range reqs {
+		if seen[r] || r.canceled || r.state.Load() != statePending {
+			continue
+		}
+		seen[r] = true
+		r.started, r.rt, r.msgID, r.nextFrag, r.acked = false, nil, 0, 0, 0
+		p.tx.enqueue(r)
+	}
+	if !p.tx.idle() {
+		p.tx.pendingSince = nanotime()
+	}
+	p.mu.Unlock()
+	p.pump()
+}
+
+// drainTxLocked empties the send stream and returns its requests. p.mu is held.
+func (p *peer) drainTxLocked() []*Request {
+	t := &p.tx
+	if t.timer != nil {
+		t.timer.Stop()
+		t.timerAt = 0
+	}
+	var reqs []*Request
+	for i := 0; i < t.rlen; i++ {
+		if r := t.at(i).req; r != nil && r.peer == p {
+			reqs = append(reqs, r)
+		}
+	}
+	for r := t.queue.head; r != nil; r = r.next {
+		reqs = append(reqs, r)
+	}
+	for t.rlen > 0 {
+		t.pop()
+	}
+	t.queue = reqList{}
+	return reqs
+}

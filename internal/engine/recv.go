@@ -2,44 +2,6 @@ package engine
 
 import "context"
 
-// NewRecv prepares a receive for thread dst of a message from src (wildcards
-// allowed) with tag (or AnyTag), into buf (nil: the library allocates).
-func (e *Engine) NewRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) *Request {
-	r := newRequest(e, recvReq)
-	r.setRecv(dst, srcProc, srcThread, tag, buf)
-	return r
-}
-
-func (r *Request) setRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) {
-	r.dstProc = r.eng.cfg.Proc
-	r.dstThread, r.srcProc, r.srcThread, r.tag, r.buf = dst, srcProc, srcThread, tag, buf
-}
-
-// Reuse re-arms a completed request, so a thread's blocking calls allocate
-// nothing. A send may be reused only once Idle reports true: fragments in
-// flight can refer to it after it completed.
-func (r *Request) Reuse() { r.reset() }
-
-// SetSend fills an idle request (see Idle) as a send.
-func (r *Request) SetSend(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) {
-	r.kind = sendReq
-	r.setSend(src, dstProc, dstThread, tag, data)
-}
-
-// SetUrgent asks the destination to acknowledge the message as soon as it
-// has it rather than wait for data going back to carry the
-// acknowledgement: for a sender that blocks until the message is accepted.
-func (r *Request) SetUrgent() { r.ackNow = true }
-
-// SetRecv fills a reusable request as a receive.
-func (r *Request) SetRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) {
-	r.kind = recvReq
-	r.setRecv(dst, srcProc, srcThread, tag, buf)
-}
-
-// NewRequest returns an empty reusable request.
-func (e *Engine) NewRequest() *Request { return newRequest(e, recvReq) }
-
 func (e *Engine) irecv(r *Request) {
 	s := e.table.stripe(r.dstThread)
 	s.mu.Lock()
@@ -75,11 +37,11 @@ func (e *Engine) downErr(proc ProcID) error {
 	return e.down[proc]
 }
 
-// claimPosted lets a large message arriving from p be placed straight into
+// claimPostedLocked lets a large message arriving from p be placed straight into
 // the buffer of the receive that will take it: the earliest posted receive
 // matching k, if its buffer is large enough and no earlier message from p
 // with the same key is still incomplete. p.rxmu is held.
-func (e *Engine) claimPosted(p *peer, m *mcb, k key, msgID, total uint64) *Request {
+func (e *Engine) claimPostedLocked(p *peer, m *mcb, k key, msgID, total uint64) *Request {
 	for id, m := range p.rx.inprog {
 		if id < msgID && m.key == k {
 			return nil
@@ -107,7 +69,7 @@ func (e *Engine) claimPosted(p *peer, m *mcb, k key, msgID, total uint64) *Reque
 
 // release the receive owning m (cancelled, or its peer gone): m keeps the
 // data received so far in storage of its own. p.rxmu is held.
-func (e *Engine) disown(m *mcb) {
+func (e *Engine) disownLocked(m *mcb) {
 	r := m.owner
 	m.owner = nil
 	r.owned = nil
@@ -187,7 +149,7 @@ func (e *Engine) disownRequest(r *Request) bool {
 			p.rxmu.Unlock()
 			return false
 		}
-		e.disown(m)
+		e.disownLocked(m)
 		p.rxmu.Unlock()
 		return true
 	}
@@ -239,9 +201,9 @@ type Status struct {
 	Len       int
 }
 
-// Iprobe reports whether a message for thread dst matching the pattern has
+// iprobe reports whether a message for thread dst matching the pattern has
 // arrived, without receiving it.
-func (e *Engine) Iprobe(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag) (Status, bool) {
+func (e *Engine) iprobe(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag) (Status, bool) {
 	s := e.table.stripe(dst)
 	pat := Request{dstThread: dst, srcProc: srcProc, srcThread: srcThread, tag: tag}
 	s.mu.Lock()
@@ -253,14 +215,14 @@ func (e *Engine) Iprobe(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Ta
 	return Status{m.key.srcProc, m.key.srcThread, m.key.tag, int(m.total)}, true
 }
 
-// Probe waits until a message matching the pattern has arrived.
-func (e *Engine) Probe(ctx context.Context, dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag) (Status, error) {
+// probe waits until a message matching the pattern has arrived.
+func (e *Engine) probe(ctx context.Context, dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag) (Status, error) {
 	s := e.table.stripe(dst)
 	s.mu.Lock()
 	notify := s.thread(dst).notify
 	s.mu.Unlock()
 	for {
-		if st, ok := e.Iprobe(dst, srcProc, srcThread, tag); ok {
+		if st, ok := e.iprobe(dst, srcProc, srcThread, tag); ok {
 			return st, nil
 		}
 		if e.closed.Load() {
@@ -280,30 +242,30 @@ func (e *Engine) Probe(ctx context.Context, dst ThreadID, srcProc ProcID, srcThr
 	}
 }
 
-// dropOwned ends every message from p that a receive owns, in progress or
+// dropOwnedLocked ends every message from p that a receive owns, in progress or
 // held for an earlier one: the message can no longer complete. With a nil
 // err the receive is posted again (the message was withdrawn, a new one may
 // match it); otherwise it fails with err. p.rxmu is held.
-func (e *Engine) dropOwned(p *peer, err error) {
+func (e *Engine) dropOwnedLocked(p *peer, err error) {
 	for id, m := range p.rx.inprog {
 		if m.owner != nil {
-			e.releaseOwner(m, err)
+			e.releaseOwnerLocked(m, err)
 			delete(p.rx.inprog, id)
 			e.freeMCB(m)
 		}
 	}
 	for id, m := range p.rx.held {
 		if m != nil && m.owner != nil {
-			e.releaseOwner(m, err)
+			e.releaseOwnerLocked(m, err)
 			delete(p.rx.held, id)
 			e.freeMCB(m)
 		}
 	}
 }
 
-// releaseOwner detaches the receive that owns m, which is being dropped,
+// releaseOwnerLocked detaches the receive that owns m, which is being dropped,
 // and fails it with err or, with a nil err, posts it again. p.rxmu is held.
-func (e *Engine) releaseOwner(m *mcb, err error) {
+func (e *Engine) releaseOwnerLocked(m *mcb, err error) {
 	r := m.owner
 	m.owner, m.data = nil, nil
 	r.owned = nil

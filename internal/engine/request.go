@@ -84,9 +84,22 @@ func (r *Request) reset() {
 	r.fragSize, r.nfrag, r.nextFrag, r.acked = 0, 0, 0, 0
 }
 
-// Idle reports whether the request has completed and the engine holds no
-// reference to it any more, so that its owner may reuse it.
-func (r *Request) Idle() bool { return r.state.Load() == stateDone && r.refs.Load() == 0 }
+// idle reports whether the request has completed and the engine holds no
+// reference to it any more, so that its owner may reuse it (fragments in
+// flight can refer to a send after it completed).
+func (r *Request) idle() bool { return r.state.Load() == stateDone && r.refs.Load() == 0 }
+
+// setSend fills r as a send from thread src of this process.
+func (r *Request) setSend(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) {
+	r.srcProc = r.eng.cfg.Proc
+	r.srcThread, r.dstProc, r.dstThread, r.tag, r.data = src, dstProc, dstThread, tag, data
+}
+
+// setRecv fills r as a receive for thread dst of this process.
+func (r *Request) setRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) {
+	r.dstProc = r.eng.cfg.Proc
+	r.dstThread, r.srcProc, r.srcThread, r.tag, r.buf = dst, srcProc, srcThread, tag, buf
+}
 
 // complete finishes the request once; later calls are ignored. It reports
 // whether this call completed it.
@@ -123,6 +136,19 @@ func (r *Request) Wait(ctx context.Context) error {
 		}
 		return ctx.Err()
 	}
+}
+
+// waitOrCancel waits for r; if ctx ends first, r is cancelled. A request
+// that completed before the cancel took effect reports its own outcome.
+func (r *Request) waitOrCancel(ctx context.Context) error {
+	err := r.Wait(ctx)
+	if err != nil && ctx.Err() != nil && err == ctx.Err() {
+		r.Cancel()
+		if werr := r.Wait(context.Background()); werr != ErrCanceled {
+			return werr
+		}
+	}
+	return err
 }
 
 // Cancel withdraws a pending request: a receive not yet matched is

@@ -3,7 +3,6 @@ package engine
 import (
 	"time"
 
-	"github.com/pcor-go/pcor/fabric"
 	"github.com/pcor-go/pcor/internal/wire"
 )
 
@@ -179,41 +178,4 @@ func (t *txStream) onAcked(n int, maxCwnd float64) {
 	if t.cwnd > maxCwnd {
 		t.cwnd = maxCwnd
 	}
-}
-
-// batch is a reusable set of outgoing datagrams with their headers.
-type batch struct {
-	dgs   []fabric.Datagram
-	ports []*port // the port each datagram leaves from
-	heads [][wire.HeaderSize]byte
-	acks  [][]byte
-	done  []*Request
-	// piggy: data datagrams carry ackCum, the receive stream's cumulative
-	// point, as an acknowledgement.
-	piggy  bool
-	ackCum uint64
-}
-
-func newBatch(n int) *batch {
-	return &batch{dgs: make([]fabric.Datagram, 0, n), ports: make([]*port, 0, n), heads: make([][wire.HeaderSize]byte, n)}
-}
-
-func (b *batch) full() bool { return len(b.dgs) == cap(b.dgs) }
-
-func (b *batch) reset() {
-	clear(b.dgs)
-	b.dgs = b.dgs[:0]
-	clear(b.ports)
-	b.ports = b.ports[:0]
-	clear(b.done)
-	b.done = b.done[:0]
-	b.piggy, b.ackCum = false, 0
-}
-
-// ackScratch returns space for the i-th acknowledgement body of a batch.
-func (b *batch) ackScratch(i int) []byte {
-	for len(b.acks) <= i {
-		b.acks = append(b.acks, make([]byte, wire.AckBodyLen(wire.MaxSackBlocks)))
-	}
-	return b.acks[i]
 }

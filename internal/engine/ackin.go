@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/pcor-go/pcor/internal/wire"
+)
+
+// dupAckThreshold is how far the selective acknowledgements must reach
+// past a fragment before it counts as lost (TCP's three duplicate acks).
+const dupAckThreshold = 3
+
+// The send side of a peer's stream hears back: acknowledgements (carried
+// by an Ack datagram or piggybacked on data) retire fragments in flight,
+// complete the messages they finish, detect loss from the selective blocks
+// and open the congestion window; BUSY pauses the stream. The peer's mu is
+// taken and released in onAck and onBusy alone.
+
+// onAck applies an acknowledgement from the peer, received on port d.
+func (p *peer) onAck(a *wire.AckBody, d *dispatcher) {
+	e := p.e
+	now := nanotime()
+	b := e.getBatch()
+	p.mu.Lock()
+	fastRetrans := p.applyAckLocked(a, now, b)
+	p.mu.Unlock()
+	if fastRetrans {
+		d.c.fastRetrans.Add(1)
+	}
+	for _, r := range b.done {
+		if r.complete(nil) {
+			d.c.msgsSent.Add(1)
+		}
+	}
+	e.putBatch(b)
+	p.pump()
+}
+
+// applyAckLocked applies a to the send stream; the messages it completes
+// are added to b.done. It reports whether a showed a loss that is
+// retransmitted at once. p.mu is held.
+func (p *peer) applyAckLocked(a *wire.AckBody, now int64, b *batch) (fastRetrans bool) {
+	e := p.e
+	t := &p.tx
+	if a.Window > 0 {
+		t.peerWin = int(a.Window)
+	}
+	if en := t.find(a.Echo); en != nil && !en.retrans && !en.sacked && en.sentAt != 0 && (en.seq < a.Cum || inSack(a, en.seq)) {
+		t.sampleRTT(time.Duration(now-en.sentAt), e.cfg.MinRTO, e.cfg.MaxRTO)
+	}
+	if a.Cum > p.ackedCum.Load() {
+		p.ackedCum.Store(a.Cum)
+	}
+	newly := p.ackCumulativeLocked(a.Cum, b)
+	n, highest := p.ackSelectiveLocked(a, b)
+	newly += n
+	if a.NSack > 0 {
+		if first, lost := t.markLost(highest, now); lost {
+			fastRetrans = true
+			t.onLoss(first, false)
+		}
+	}
+	if newly > 0 {
+		t.busyDelay = time.Millisecond
+		t.onAcked(newly, float64(e.cfg.Window))
+		t.resetBackoff(e.cfg.MinRTO, e.cfg.MaxRTO)
+	}
+	return fastRetrans
+}
+
+// ackCumulativeLocked retires the fragments below cum and returns how many
+// of them were newly acknowledged. p.mu is held.
+func (p *peer) ackCumulativeLocked(cum uint64, b *batch) int {
+	t := &p.tx
+	newly := 0
+	for t.rlen > 0 {
+		en := t.at(0)
+		if en.seq >= cum {
+			break
+		}
+		if !en.sacked {
+			newly++
+			p.ackedLocked(en, b)
+		}
+		t.pop()
+	}
+	return newly
+}
+
+// ackSelectiveLocked marks the fragments in a's selective blocks. It
+// returns how many were newly acknowledged and the highest sequence number
+// acknowledged. p.mu is held.
+func (p *peer) ackSelectiveLocked(a *wire.AckBody, b *batch) (newly int, highest uint64) {
+	t := &p.tx
+	highest = a.Cum
+	for i := 0; i < int(a.NSack); i++ {
+		blk := a.Sack[i]
+		for s := blk.Start; s < blk.End; s++ {
+			en := t.find(s)
+			if en == nil {
+				if t.rlen == 0 || s >= t.at(0).seq+uint64(t.rlen) {
+					break
+				}
+				continue
+			}
+			if !en.sacked {
+				en.sacked = true
+				t.nSacked++
+				newly++
+				p.ackedLocked(en, b)
+				if en.need {
+					en.need = false
+					t.nNeed--
+				}
+			}
+		}
+		if blk.End > highest {
+			highest = blk.End
+		}
+	}
+	return newly, highest
+}
+
+// markLost marks for retransmission the fragments that the selective
+// acknowledgements passed by dupAckThreshold or more and that were sent at
+// least a smoothed round trip ago. It returns the first of them.
+func (t *txStream) markLost(highest uint64, now int64) (first uint64, lost bool) {
+	for i := 0; i < t.rlen; i++ {
+		en := t.at(i)
+		if en.seq+dupAckThreshold >= highest {
+			break
+		}
+		if en.sacked || en.need || en.sentAt == 0 {
+			continue
+		}
+		if now-en.sentAt < int64(t.srtt) {
+			continue
+		}
+		if !lost {
+			first = en.seq
+		}
+		lost = true
+		en.need = true
+		t.nNeed++
+	}
+	return first, lost
+}
+
+func inSack(a *wire.AckBody, seq uint64) bool {
+	for i := 0; i < int(a.NSack); i++ {
+		if seq >= a.Sack[i].Start && seq < a.Sack[i].End {
+			return true
+		}
+	}
+	return false
+}
+
+// ackedLocked counts fragment en as delivered. p.mu is held.
+func (p *peer) ackedLocked(en *txEntry, b *batch) {
+	if en.kind != wire.Data || en.req == nil {
+		return
+	}
+	r := en.req
+	r.acked++
+	if r.acked == r.nfrag && !r.canceled {
+		b.done = append(b.done, r)
+	}
+}
+
+// onBusy handles the peer's refusal of fragment seq for lack of resources:
+// the stream pauses and the fragment is sent again later. It is not loss.
+func (p *peer) onBusy(seq uint64) {
+	now := nanotime()
+	p.mu.Lock()
+	t := &p.tx
+	if en := t.find(seq); en != nil && !en.sacked && !en.need {
+		en.need = true
+		en.retrans = true
+		t.nNeed++
+	}
+	if t.busyUntil < now {
+		t.busyUntil = now + int64(t.busyDelay)
+		t.busyDelay *= 2
+		if t.busyDelay > 50*time.Millisecond {
+			t.busyDelay = 50 * time.Millisecond
+		}
+	}
+	p.armTimerLocked(t.busyUntil, now)
+	p.mu.Unlock()
+}

@@ -1,0 +1,88 @@
+package engine
+
+import "context"
+
+// Endpoint is one thread's access to the engine: it posts the thread's
+// sends and receives, and owns the two requests its blocking calls reuse,
+// so that a thread's Send and Recv allocate nothing in the steady state.
+// An Endpoint is used by one goroutine at a time.
+type Endpoint struct {
+	e    *Engine
+	id   ThreadID
+	recv *Request // reused by Recv
+	send *Request // reused by Send once the engine lets go of it
+}
+
+// Endpoint returns an endpoint for thread id.
+func (e *Engine) Endpoint(id ThreadID) *Endpoint {
+	return &Endpoint{e: e, id: id, recv: newRequest(e, recvReq)}
+}
+
+// ID is the endpoint's thread id.
+func (ep *Endpoint) ID() ThreadID { return ep.id }
+
+// Isend posts a send of data to thread dstThread of process dstProc.
+func (ep *Endpoint) Isend(dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) *Request {
+	r := newRequest(ep.e, sendReq)
+	r.setSend(ep.id, dstProc, dstThread, tag, data)
+	ep.e.post(r)
+	return r
+}
+
+// Irecv posts a receive of a message from srcProc and srcThread (wildcards
+// allowed) with tag (or AnyTag) into buf (nil: the engine allocates).
+func (ep *Endpoint) Irecv(srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) *Request {
+	r := newRequest(ep.e, recvReq)
+	r.setRecv(ep.id, srcProc, srcThread, tag, buf)
+	ep.e.post(r)
+	return r
+}
+
+// Send sends data and returns once the destination process has accepted
+// the whole message; the destination acknowledges it at once, since the
+// caller waits. If ctx ends first the send is cancelled.
+func (ep *Endpoint) Send(ctx context.Context, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) error {
+	// A send request can stay referenced by fragments in flight after it
+	// completes; it is reused only once the engine holds none.
+	r := ep.send
+	if r != nil && r.idle() {
+		r.reset()
+		r.kind = sendReq
+	} else {
+		r = newRequest(ep.e, sendReq)
+		ep.send = r
+	}
+	r.setSend(ep.id, dstProc, dstThread, tag, data)
+	r.ackNow = true
+	ep.e.post(r)
+	return r.waitOrCancel(ctx)
+}
+
+// Recv receives a message from srcProc and srcThread (wildcards allowed)
+// with tag (or AnyTag) into buf (nil: the engine allocates). It returns the
+// endpoint's own request, valid until the next Recv, with the message; a
+// message longer than buf fills it and comes with ErrTruncated. On any
+// other error (ctx ended: the receive is withdrawn) the request is nil.
+func (ep *Endpoint) Recv(ctx context.Context, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) (*Request, error) {
+	r := ep.recv
+	r.reset()
+	r.kind = recvReq
+	r.setRecv(ep.id, srcProc, srcThread, tag, buf)
+	ep.e.post(r)
+	if err := r.waitOrCancel(ctx); err != nil && err != ErrTruncated {
+		return nil, err
+	}
+	return r, r.Err()
+}
+
+// Iprobe reports whether a message for this endpoint matching the pattern
+// has arrived, without receiving it.
+func (ep *Endpoint) Iprobe(srcProc ProcID, srcThread ThreadID, tag Tag) (Status, bool) {
+	return ep.e.iprobe(ep.id, srcProc, srcThread, tag)
+}
+
+// Probe waits until a message for this endpoint matching the pattern has
+// arrived.
+func (ep *Endpoint) Probe(ctx context.Context, srcProc ProcID, srcThread ThreadID, tag Tag) (Status, error) {
+	return ep.e.probe(ctx, ep.id, srcProc, srcThread, tag)
+}

@@ -1,0 +1,174 @@
+package engine
+
+import "github.com/pcor-go/pcor/internal/wire"
+
+// The receive side of a peer's stream: a fragment (or an abort) is
+// accepted into the stream, placed into its message, and the messages it
+// completes in order are entered into the receive table. All of it runs
+// under the peer's rxmu, taken and released in onData alone; the receives
+// matched are completed later, once the batch is acknowledged (wakeAll).
+
+// onData accepts a fragment (or an abort) from p.
+func (d *dispatcher) onData(p *peer, h *wire.Header, body []byte) {
+	d.touch(p)
+	p.rxmu.Lock()
+	d.acceptLocked(p, h, body)
+	d.deliverLocked()
+	p.rxmu.Unlock()
+}
+
+// acceptLocked enters datagram h into p's receive stream, or counts why it
+// is dropped. p.rxmu is held.
+func (d *dispatcher) acceptLocked(p *peer, h *wire.Header, body []byte) {
+	rx := &p.rx
+	rx.arrivedLocked(h, d.e.cfg.AckEvery)
+	switch {
+	case rx.has(h.Seq):
+		rx.ackNow = true // our acknowledgement may have been lost
+		d.c.dups.Add(1)
+	case h.Seq >= rx.cum+rx.window():
+		rx.ackNow = true
+		d.c.drops[DropWindow].Add(1)
+	case h.Kind == wire.Abort:
+		d.abortLocked(p, h)
+	case rx.finished(h.MsgID):
+		rx.mark(h.Seq)
+		d.c.dups.Add(1)
+	default:
+		d.fragmentLocked(p, h, body)
+	}
+}
+
+// arrivedLocked notes an arrival for the acknowledgement it calls for.
+// The peer's rxmu is held.
+func (rx *rxStream) arrivedLocked(h *wire.Header, ackEvery int) {
+	rx.ackPending = true
+	rx.unacked++
+	if rx.unacked >= ackEvery || h.Flags&(wire.FlagRetransmit|wire.FlagAckNow) != 0 || h.Kind == wire.Abort {
+		rx.ackNow = true
+	}
+	rx.echo = h.Seq // the newest arrival, for a clean round-trip sample
+}
+
+// abortLocked ends message h.MsgID, withdrawn by its sender: what arrived
+// of it is dropped and a receive that owned it waits for another message.
+// p.rxmu is held.
+func (d *dispatcher) abortLocked(p *peer, h *wire.Header) {
+	e, rx := d.e, &p.rx
+	if !rx.finished(h.MsgID) {
+		if m := rx.inprog[h.MsgID]; m != nil {
+			delete(rx.inprog, h.MsgID)
+			if m.owner != nil {
+				e.releaseOwnerLocked(m, nil)
+			}
+			e.freeMCB(m)
+		}
+		d.delivered = rx.complete(h.MsgID, nil, d.delivered)
+	}
+	rx.mark(h.Seq)
+}
+
+// fragmentLocked places a data fragment into its message. p.rxmu is held.
+func (d *dispatcher) fragmentLocked(p *peer, h *wire.Header, body []byte) {
+	rx := &p.rx
+	m := rx.inprog[h.MsgID]
+	if m == nil {
+		if m = d.startMessageLocked(p, h); m == nil {
+			return
+		}
+	} else if !m.fits(h) {
+		d.c.drops[DropInconsistent].Add(1)
+		return
+	}
+	if m.hasFrag(h.FragIndex) {
+		rx.mark(h.Seq)
+		d.c.dups.Add(1)
+		return
+	}
+	complete := m.place(h.FragIndex, body)
+	rx.mark(h.Seq)
+	if !rx.inOrder() {
+		rx.ackNow = true
+	}
+	if complete {
+		delete(rx.inprog, h.MsgID)
+		d.delivered = rx.complete(h.MsgID, m, d.delivered)
+	}
+}
+
+// startMessageLocked takes a control block, and the receive budget or a
+// posted receive's buffer, for the first fragment of a message. Without
+// them it queues a BUSY reply and returns nil; a message over the size
+// limit or with impossible geometry is dropped. p.rxmu is held.
+func (d *dispatcher) startMessageLocked(p *peer, h *wire.Header) *mcb {
+	e := d.e
+	if int64(h.Total) > e.cfg.MaxMessage {
+		d.c.drops[DropTooLarge].Add(1)
+		return nil
+	}
+	nfrag := wire.FragCount(h.Total, h.FragSize)
+	if nfrag > 1 && h.FragSize < minFragSize {
+		d.c.drops[DropLength].Add(1)
+		return nil
+	}
+	k := key{ProcID(h.SrcProc), ThreadID(h.SrcThread), ThreadID(h.DstThread), Tag(h.Tag)}
+	m := e.pool.get()
+	var owner *Request
+	if m != nil && h.Total > chunkSize {
+		owner = e.claimPostedLocked(p, m, k, h.MsgID, h.Total)
+	}
+	if m == nil || owner == nil && !e.reserve(int64(h.Total)) {
+		if m != nil {
+			e.pool.put(m)
+		}
+		d.busy = append(d.busy, busyReply{p, *h})
+		return nil
+	}
+	if owner == nil {
+		m.reserved = int64(h.Total)
+	}
+	m.key = k
+	m.msgID = h.MsgID
+	m.start(h.Total, h.FragSize, uint32(nfrag), &e.bufs)
+	p.rx.inprog[h.MsgID] = m
+	return m
+}
+
+// fits reports whether a later fragment h agrees with the message's first.
+func (m *mcb) fits(h *wire.Header) bool {
+	return m.total == h.Total && m.fragSize == h.FragSize && m.key.srcThread == ThreadID(h.SrcThread) &&
+		m.key.dstThread == ThreadID(h.DstThread) && m.key.tag == Tag(h.Tag)
+}
+
+// deliverLocked enters the messages completed in order into the receive
+// table; the receives they match are completed by wakeAll. The peer's
+// rxmu is held.
+func (d *dispatcher) deliverLocked() {
+	e := d.e
+	for _, m := range d.delivered {
+		d.c.msgsRecv.Add(1)
+		if m.owner != nil {
+			m.owner.ownerPeer.Store(nil) // no longer cancellable
+			d.wake = append(d.wake, match{m.owner, m})
+			continue
+		}
+		h := hashKey(m.key)
+		s := e.table.stripe(m.key.dstThread)
+		s.mu.Lock()
+		if r := e.table.takePosted(s, m.key, h); r != nil {
+			s.mu.Unlock()
+			d.wake = append(d.wake, match{r, m})
+		} else {
+			e.table.enqueue(s, m, h)
+			s.mu.Unlock()
+		}
+	}
+	clear(d.delivered)
+	d.delivered = d.delivered[:0]
+}
+
+// match is a completed message and the receive it goes to.
+type match struct {
+	r *Request
+	m *mcb
+}
