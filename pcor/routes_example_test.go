@@ -26,8 +26,10 @@ func ExampleNode_Routes() {
 	left, right := mem.NewNetwork(), mem.NewNetwork()
 	var nodes []*pcor.Node
 	defer func() {
-		for _, n := range nodes {
-			n.Close()
+		// Process 0 serves the directory, whose Close waits until the
+		// other members have left: close it last.
+		for i := len(nodes) - 1; i >= 0; i-- {
+			nodes[i].Close()
 		}
 	}()
 	// Process 1 has a port on each network.
