@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pcor-go/pcor/athread"
 	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/hws"
 )
@@ -27,6 +28,7 @@ type options struct {
 	grace         time.Duration
 	routes        bool
 	groups        string // PCOR_GROUPS for every process ("" none)
+	vps           int    // ATHREAD_VPS for every process (0: not set)
 	keepGoing     bool
 	verbose       bool
 	prog          []string
@@ -48,6 +50,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.keepGoing, "keep-going", false, "when a process fails, let the others run on (the exit status is still the first failure's)")
 	fs.BoolVar(&o.routes, "routes", false, "print every process's routing table once all have joined, after every membership change, and on SIGUSR1")
 	fs.BoolVar(&o.verbose, "v", false, "print the directory address and membership changes")
+	fs.IntVar(&o.vps, "vps", 0, "athread VPs per process (sets "+athread.EnvVPs+")")
 	fs.StringVar(&o.groups, "groups", "", "explicit groups for hierarchical work stealing, e.g. '0-3;4-7' (sets "+hws.EnvGroups+")")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: pcorrun -n N [flags] program [args...]\n       pcorrun --directory-only [flags]\n")
@@ -104,6 +107,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		if _, err := hws.ParseGroups(o.groups); err != nil {
 			return nil, fmt.Errorf("--groups: %w", err)
 		}
+	}
+	if o.vps < 0 {
+		return nil, fmt.Errorf("--vps must not be negative")
 	}
 	if o.grace <= 0 || o.heartbeat <= 0 {
 		return nil, fmt.Errorf("--grace and --heartbeat-timeout must be positive")

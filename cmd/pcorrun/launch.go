@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pcor-go/pcor/athread"
 	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/hws"
 )
@@ -145,6 +146,9 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 		}
 		if opts.groups != "" {
 			env = append(env, hws.EnvGroups+"="+opts.groups)
+		}
+		if opts.vps > 0 {
+			env = append(env, athread.EnvVPs+"="+strconv.Itoa(opts.vps))
 		}
 		argv := command(opts, rank, host, env)
 		cmd := exec.Command(argv[0], argv[1:]...)

@@ -50,7 +50,7 @@ func helper(mode string) int {
 	rank, _ := strconv.Atoi(os.Getenv("PCOR_RANK"))
 	switch {
 	case mode == "env":
-		for _, k := range []string{"PCOR_COORD", "PCOR_RANK", "PCOR_SIZE", "PCOR_JOBKEY", "PCOR_GROUPS"} {
+		for _, k := range []string{"PCOR_COORD", "PCOR_RANK", "PCOR_SIZE", "PCOR_JOBKEY", "PCOR_GROUPS", "ATHREAD_VPS"} {
 			fmt.Printf("%s=%s\n", k, os.Getenv(k))
 		}
 		fmt.Fprintf(os.Stderr, "stderr line\n")
@@ -169,6 +169,19 @@ func TestGroupsFlag(t *testing.T) {
 	}
 }
 
+// --vps reaches every process as ATHREAD_VPS.
+func TestVPsFlag(t *testing.T) {
+	code, out, errs := runHelper(t, "env", "-n", "2", "--vps", "3")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for rank := range 2 {
+		if want := fmt.Sprintf("[%d] ATHREAD_VPS=3\n", rank); !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+}
+
 func TestRandomJobKeyPerRun(t *testing.T) {
 	key := func() string {
 		_, out, _ := runHelper(t, "env", "-n", "1")
@@ -225,6 +238,7 @@ func TestBadUsage(t *testing.T) {
 		{"-n", "0", "x"},
 		{"-n", "2"},
 		{"-n", "2", "--hosts", "a,b", "x"},
+		{"-n", "2", "--vps", "-1", "x"},
 		{"-n", "2", "--via", "'unterminated", "x"},
 		{"-n", "2", "--jobkey", "zz", "x"},
 		{"--directory-only", "x"},
