@@ -12,8 +12,9 @@
 // Thread classes: under hws, threads created above the depth limit by a
 // master are athread.ClassGlobal (handed only to other masters, or, at the
 // last global depth, to members of the master's group); the others, down
-// to a few levels below the limit, are ClassGroup (handed only inside the
-// group); deeper ones stay in their process. Under random and crs every
+// to MaxDepth or half of it below the limit, whichever is deeper, are
+// ClassGroup (handed only inside the group); deeper ones stay in their
+// process. Under random and crs every
 // thread down to MaxDepth is ClassGlobal and anyone may take it.
 package adapt
 
@@ -57,9 +58,8 @@ type Policy struct {
 var _ athread.Policy = (*Policy)(nil)
 
 // New returns the policy of process self with the given groups. maxDepth
-// is the deepest thread offered under random and crs, and the number of
-// levels below the hws depth limit still offered inside a group (0:
-// DefaultMaxDepth).
+// is the deepest thread offered under random and crs, and under hws the
+// deeper of it and the depth limit plus half of it (0: DefaultMaxDepth).
 func New(p hws.Policy, self pcor.ProcID, g *hws.Groups, maxDepth int) *Policy {
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
@@ -88,7 +88,7 @@ func (a *Policy) Classify(t athread.TaskInfo) athread.Class {
 	}
 	l := a.pol.Limit(g)
 	switch {
-	case t.Depth > l+a.maxDepth/2:
+	case t.Depth > max(a.maxDepth, l+a.maxDepth/2):
 		return athread.ClassLocal
 	case a.pol.Place(g, uint32(a.self), t.Depth) == hws.Global:
 		return athread.ClassGlobal

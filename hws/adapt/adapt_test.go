@@ -49,6 +49,10 @@ func TestHWSDecisions(t *testing.T) {
 			t.Errorf("allow %+v to %d: %v", tc.info, tc.thief, got)
 		}
 	}
+	flat := New(pol, 2, hws.Uniform(1, 4), 0) // no depth limit: offered as deep as random's
+	if flat.Classify(athread.TaskInfo{Depth: 8}) != ClassGroup || flat.Classify(athread.TaskInfo{Depth: 9}) != athread.ClassLocal {
+		t.Fatal("flat hws classes")
+	}
 	c := master.Counters()
 	if c.WideSteals != 1 || c.LocalSteals != 2 {
 		t.Fatalf("counted %+v", c)
