@@ -109,3 +109,11 @@ type Waiter interface {
 	// Interrupt makes the Wait in progress, or else the next one, return.
 	Interrupt() error
 }
+
+// Networked is implemented by ports that know the network they attach to:
+// the name two ports share exactly when they can reach each other directly
+// (for shared memory, the host's memory domain). A node uses it when its
+// configuration names no network for the port.
+type Networked interface {
+	Network() string
+}

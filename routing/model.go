@@ -30,6 +30,7 @@ func DefaultModel() Model {
 			"udp":  {50 * time.Microsecond, 1e9},
 			"rdma": {5 * time.Microsecond, 10e9},
 			"mem":  {time.Microsecond, 10e9},
+			"shm":  {2 * time.Microsecond, 8e9},
 		},
 		Unknown: LinkCost{50 * time.Microsecond, 1e9},
 		Forward: 10 * time.Microsecond,
