@@ -149,6 +149,29 @@ func (g *Groups) Without(proc uint32) *Groups {
 	return n
 }
 
+// Only returns the groups restricted to the given processes (the live
+// ones, for instance): the others are removed as by Without, masters
+// re-elected. It returns g itself when every member is listed.
+func (g *Groups) Only(procs []uint32) *Groups {
+	keep := make(map[uint32]bool, len(procs))
+	for _, p := range procs {
+		keep[p] = true
+	}
+	all := true
+	for _, p := range g.All() {
+		all = all && keep[p]
+	}
+	if all {
+		return g
+	}
+	lists := make([][]uint32, 0, g.Len())
+	for _, m := range g.members {
+		lists = append(lists, slices.DeleteFunc(slices.Clone(m), func(p uint32) bool { return !keep[p] }))
+	}
+	n, _ := NewGroups(lists)
+	return n
+}
+
 // Lists returns a copy of the groups' process lists.
 func (g *Groups) Lists() [][]uint32 {
 	l := make([][]uint32, g.Len())

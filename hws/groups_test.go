@@ -109,6 +109,17 @@ func TestWithoutReelects(t *testing.T) {
 	}
 }
 
+func TestOnly(t *testing.T) {
+	g := Uniform(2, 3) // 0-2;3-5
+	if g.Only([]uint32{0, 1, 2, 3, 4, 5, 9}) != g {
+		t.Fatal("Only with every member made new groups")
+	}
+	h := g.Only([]uint32{1, 2, 5})
+	if h.String() != "1-2;5" || !slices.Equal(h.Masters(), []uint32{1, 5}) {
+		t.Fatalf("only 1, 2, 5: %s, masters %v", h, h.Masters())
+	}
+}
+
 func TestParseGroups(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

@@ -127,9 +127,12 @@ func (a *Policy) Allow(thief pcor.ProcID, t athread.TaskInfo) bool {
 	return ok
 }
 
-// Victim implements athread.Policy.
+// Victim implements athread.Policy. The groups are first restricted to
+// the live processes athread names, so that a group whose master died
+// gets its next process as master (and other masters stop asking the dead
+// one).
 func (a *Policy) Victim(q athread.StealQuery) (pcor.ProcID, bool) {
-	g := a.groups.Load()
+	g := a.live(q.Procs)
 	gi, known := g.Of(uint32(q.Self))
 	if !known { // groups not known yet
 		return 0, false
@@ -162,6 +165,23 @@ func (a *Policy) Victim(q athread.StealQuery) (pcor.ProcID, bool) {
 		a.localBytes.Add(requestBytes)
 	}
 	return pcor.ProcID(s.Victim), true
+}
+
+// live restricts the groups to the live processes, keeping the result.
+func (a *Policy) live(procs []pcor.ProcID) *hws.Groups {
+	g := a.groups.Load()
+	if len(procs) == 0 || len(procs) == g.Procs() {
+		return g
+	}
+	ids := make([]uint32, len(procs))
+	for i, p := range procs {
+		ids[i] = uint32(p)
+	}
+	if h := g.Only(ids); h != g {
+		a.groups.CompareAndSwap(g, h)
+		return h
+	}
+	return g
 }
 
 // Forward implements athread.Policy: requests are not passed on.

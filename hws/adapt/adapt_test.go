@@ -114,3 +114,34 @@ func TestRandomAndCRS(t *testing.T) {
 		}
 	}
 }
+
+// When the master of a group is gone from athread's live processes, the
+// next process of the group is master: it asks other masters, and they
+// ask it.
+func TestMasterFailover(t *testing.T) {
+	g := hws.Uniform(2, 3) // 0-2;3-5
+	live := []pcor.ProcID{1, 2, 3, 4, 5}
+	m1 := New(hws.Policy{Kind: hws.HWS}, 1, g, 0)
+	wide := 0
+	for range 30 {
+		v, ok := m1.Victim(athread.StealQuery{Self: 1, Procs: live})
+		if !ok || v == 0 || v == 1 {
+			t.Fatalf("process 1 asked %d", v)
+		}
+		if v == 3 {
+			wide++
+		}
+	}
+	if wide != 15 || !m1.Groups().IsMaster(1) {
+		t.Fatalf("process 1 asked the other master %d times of 30 (groups %s)", wide, m1.Groups())
+	}
+	m3 := New(hws.Policy{Kind: hws.HWS}, 3, g, 0)
+	for range 30 {
+		if v, _ := m3.Victim(athread.StealQuery{Self: 3, Procs: live}); v == 0 {
+			t.Fatal("a master asked the dead one")
+		}
+	}
+	if !m3.Allow(1, athread.TaskInfo{Depth: 1, Class: athread.ClassGlobal}) {
+		t.Fatal("the new master may not take global threads")
+	}
+}
