@@ -11,8 +11,9 @@ import (
 
 // Bootstrap joins the application described by env: it fills req's JobKey
 // and Proc from env, serves the directory in this process when env says so
-// (rank 0 with PCOR_COORD a local address nobody serves yet, or
-// PCOR_DIRECTORY=embed), and joins it, retrying while the directory is not
+// (rank 0 with PCOR_COORD a local address nobody serves yet,
+// PCOR_DIRECTORY=embed, or embed-all on every address of this host, as
+// rank 0 does under a launcher without PCOR_COORD), and joins it, retrying while the directory is not
 // up yet, until ctx is done. The Server is nil unless this process serves
 // the directory; close the Client first, then the Server, whose Close
 // waits until the other members have gone too (ServerConfig.WaitForMembers).
@@ -26,10 +27,22 @@ func Bootstrap(ctx context.Context, env Env, req JoinRequest, cfg ServerConfig) 
 	req.JobKey = env.JobKey
 	req.Proc = env.Rank
 	var srv *Server
-	serve := env.Directory == ServeEmbed ||
+	serve := env.Directory == ServeEmbed || env.Directory == ServeAll ||
 		(env.Directory == ServeAuto && env.Rank == 0 && IsLocalAddr(ctx, env.Coord))
 	if serve {
-		ln, err := net.Listen("tcp", env.Coord)
+		addr := env.Coord
+		if env.Directory == ServeAll {
+			host, port, err := net.SplitHostPort(env.Coord)
+			if err != nil {
+				return nil, nil, fmt.Errorf("%w: directory address %q: %v", ErrEnv, env.Coord, err)
+			}
+			if !IsLocalAddr(ctx, env.Coord) {
+				return nil, nil, fmt.Errorf("%w: process %d serves the directory at %s, but %s is not this host%s; set %s to an address of this host",
+					ErrEnv, env.Rank, env.Coord, host, derivedFrom(env), EnvCoord)
+			}
+			addr = net.JoinHostPort("", port)
+		}
+		ln, err := net.Listen("tcp", addr)
 		switch {
 		case err == nil:
 			cfg.JobKey, cfg.Size, cfg.WaitForMembers = env.JobKey, env.Size, true
@@ -37,7 +50,10 @@ func Bootstrap(ctx context.Context, env Env, req JoinRequest, cfg ServerConfig) 
 				ln.Close()
 				return nil, nil, err
 			}
-		case env.Directory == ServeEmbed || !errors.Is(err, syscall.EADDRINUSE):
+		case errors.Is(err, syscall.EADDRINUSE) && (env.CoordFrom != "" || env.Directory == ServeAll):
+			return nil, nil, fmt.Errorf("directory: serving on %s: %w: the port%s is taken on this host (another job given the same port, or another program); set %s=host:port to choose one",
+				env.Coord, err, derivedFrom(env), EnvCoord)
+		case env.Directory != ServeAuto || !errors.Is(err, syscall.EADDRINUSE):
 			return nil, nil, fmt.Errorf("directory: serving on %s: %w", env.Coord, err)
 		}
 	}
@@ -46,9 +62,21 @@ func Bootstrap(ctx context.Context, env Env, req JoinRequest, cfg ServerConfig) 
 		if srv != nil {
 			srv.Close()
 		}
+		if errors.Is(err, ErrBadJobKey) {
+			err = fmt.Errorf("%w: the directory at %s serves another job: two jobs were given the same directory address%s; give each job its own port (set %s, or leave it unset under a launcher for a per-job port)",
+				err, env.Coord, derivedFrom(env), EnvCoord)
+		}
 		return nil, nil, err
 	}
 	return c, srv, nil
+}
+
+// derivedFrom says where a derived directory address came from.
+func derivedFrom(env Env) string {
+	if env.CoordFrom == "" {
+		return ""
+	}
+	return " (derived from the " + env.CoordFrom + " job)"
 }
 
 // JoinRetry is Join that keeps trying, with a growing pause, while the

@@ -5,8 +5,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"github.com/cespare/xxhash/v2"
 )
 
 // Environment variables read by FromEnv. See README.md.
@@ -29,26 +27,37 @@ const (
 	ServeEmbed = "embed"
 	// ServeNever: only join; the directory runs elsewhere.
 	ServeNever = "join"
+	// ServeAll: this process serves the directory on every address of
+	// this host, at PCOR_COORD's port; PCOR_COORD must name this host.
+	// Rank 0 does so when the address was derived from the launcher.
+	ServeAll = "embed-all"
 )
 
 // Env is what the environment says about this process's place in the
 // application.
 type Env struct {
-	// Coord is the directory's TCP address (PCOR_COORD).
+	// Coord is the directory's TCP address: PCOR_COORD, or derived from
+	// the launcher's job (see CoordFrom).
 	Coord string
+	// CoordFrom names the launcher Coord was derived from ("openmpi",
+	// "slurm"), or is "" when PCOR_COORD gave it.
+	CoordFrom string
 	// Rank is this process's rank, or AnyProc when no launcher gave one.
 	Rank int
 	// Size is the number of processes started, or 0 when unknown.
 	Size int
 	// JobKey is the application's key; HasJobKey says whether one was
-	// given (PCOR_JOBKEY) or derived (from SLURM_JOB_ID and
-	// SLURM_STEP_ID).
+	// given (PCOR_JOBKEY) or derived from the launcher's job id (Open
+	// MPI's PMIX_NAMESPACE and mpirun's address; Slurm's job and step
+	// ids).
 	JobKey    uint64
 	HasJobKey bool
 	// Launcher names where Rank came from: "pcor", "openmpi", "pmi",
 	// "pmix", "slurm", or "" when none.
 	Launcher string
-	// Directory is PCOR_DIRECTORY: ServeAuto, ServeEmbed or ServeNever.
+	// Directory is PCOR_DIRECTORY: ServeAuto, ServeEmbed, ServeNever or
+	// ServeAll. With a derived Coord it defaults to ServeAll for rank 0
+	// and ServeNever for the others.
 	Directory string
 	// Listen is PCOR_LISTEN, the ports to open (read by pcor.FromEnv).
 	Listen string
@@ -111,22 +120,38 @@ func ParseEnv(lookup func(string) (string, bool)) (Env, error) {
 	if e.Rank != AnyProc && e.Size > 0 && e.Rank >= e.Size {
 		return Env{}, fmt.Errorf("%w: rank %d not below size %d (%s)", ErrEnv, e.Rank, e.Size, e.Launcher)
 	}
+	job, launched := detectJob(get)
 	if ks := get(EnvJobKey); ks != "" {
 		k, err := ParseJobKey(ks)
 		if err != nil {
 			return Env{}, err
 		}
 		e.JobKey, e.HasJobKey = k, true
-	} else if job := get("SLURM_JOB_ID"); job != "" {
-		e.JobKey = xxhash.Sum64String("slurm:" + job + "." + get("SLURM_STEP_ID"))
-		e.HasJobKey = true
+	} else if launched {
+		e.JobKey, e.HasJobKey = job.key(), true
 	}
-	switch d := strings.ToLower(get(EnvDirectory)); d {
+	d := strings.ToLower(get(EnvDirectory))
+	switch d {
 	case "", ServeAuto:
-	case ServeEmbed, ServeNever:
+	case ServeEmbed, ServeNever, ServeAll:
 		e.Directory = d
 	default:
-		return Env{}, fmt.Errorf("%w: %s=%q (want %s, %s or %s)", ErrEnv, EnvDirectory, d, ServeAuto, ServeEmbed, ServeNever)
+		return Env{}, fmt.Errorf("%w: %s=%q (want %s, %s, %s or %s)", ErrEnv, EnvDirectory, d, ServeAuto, ServeEmbed, ServeNever, ServeAll)
+	}
+	// Under a launcher, without PCOR_COORD, rank 0 serves the directory
+	// on its host at a port derived from the job.
+	if e.Coord == "" && launched && e.Rank != AnyProc {
+		var err error
+		if e.Coord, err = job.coord(); err != nil {
+			return Env{}, fmt.Errorf("%w (set %s to the directory's host:port)", err, EnvCoord)
+		}
+		e.CoordFrom = job.name
+		if d == "" {
+			e.Directory = ServeNever
+			if e.Rank == 0 {
+				e.Directory = ServeAll
+			}
+		}
 	}
 	return e, nil
 }

@@ -58,8 +58,8 @@ func TestParseEnvKeyAndCoord(t *testing.T) {
 		t.Fatalf("format: %s", k)
 	}
 	// Slurm: all tasks of a step derive the same key; another step differs.
-	s1, _ := ParseEnv(lookupIn(map[string]string{"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0", "SLURM_PROCID": "0"}))
-	s2, _ := ParseEnv(lookupIn(map[string]string{"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0", "SLURM_PROCID": "1"}))
+	s1, _ := ParseEnv(lookupIn(map[string]string{"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0", "SLURM_PROCID": "0", "SLURM_STEP_NODELIST": "n1"}))
+	s2, _ := ParseEnv(lookupIn(map[string]string{"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0", "SLURM_PROCID": "1", "SLURM_STEP_NODELIST": "n1"}))
 	s3, _ := ParseEnv(lookupIn(map[string]string{"SLURM_JOB_ID": "77", "SLURM_STEP_ID": "1"}))
 	if !s1.HasJobKey || s1.JobKey != s2.JobKey || s1.JobKey == s3.JobKey {
 		t.Fatalf("slurm keys %x %x %x", s1.JobKey, s2.JobKey, s3.JobKey)

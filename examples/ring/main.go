@@ -2,11 +2,16 @@
 //
 //	pcorrun -n 4 ring -rounds 1000
 //
-// Rank 0 starts the token; every process adds one and passes it to the
-// next rank; after the last round rank 0 checks the count. Each ring
-// process also answers visitors: a process joining the running
-// application (no PCOR_RANK, so the directory gives it an id at or above
-// PCOR_SIZE) greets every ring process and waits for its answer.
+//	srun -n 4 ring
+//	mpirun -n 4 ring
+//
+// The ring's size is the number of processes the launcher started, as the
+// directory tells every member. Rank 0 starts the token; every process
+// adds one and passes it to the next rank; after the last round rank 0
+// checks the count. Each ring process also answers visitors: a process
+// joining the running application (no rank, so the directory gives it an
+// id at or above the size) greets every ring process and waits for its
+// answer.
 package main
 
 import (
@@ -16,7 +21,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
+	"sync"
 	"time"
 
 	"github.com/pcor-go/pcor/directory"
@@ -47,33 +52,22 @@ func main() {
 }
 
 func run(rounds int, delay time.Duration, visitors int, timeout time.Duration) error {
-	size, err := strconv.Atoi(os.Getenv(directory.EnvSize))
-	if err != nil || size < 1 {
-		return fmt.Errorf("%s must give the ring size", directory.EnvSize)
-	}
 	ctx, cancel := context.WithTimeoutCause(context.Background(), timeout, errors.New("timed out"))
 	defer cancel()
 	ringCtx, broken := context.WithCancelCause(ctx)
 	defer broken(nil)
-	zeroGone := make(chan struct{})
-	node, err := pcor.FromEnvWith(ctx, pcor.JoinConfig{OnEvent: func(ev directory.Event) {
-		if ev.Kind != directory.Left || int(ev.Member.Proc) >= size {
-			return
-		}
-		if ev.Reason == directory.ReasonLeft {
-			// Processes leave on purpose only at the end of the run.
-			if ev.Member.Proc == 0 {
-				close(zeroGone)
-			}
-			return
-		}
-		// A ring member is gone before the end: the ring cannot complete.
-		broken(fmt.Errorf("ring member %d left (%s): %w", ev.Member.Proc, ev.Reason, pcor.ErrPeerDown))
-	}})
+	w := &watch{zeroGone: make(chan struct{}), broken: broken}
+	node, err := pcor.FromEnvWith(ctx, pcor.JoinConfig{OnEvent: w.event})
 	if err != nil {
 		return err
 	}
 	defer node.Close()
+	size := node.Directory().Size()
+	if size < 1 {
+		return errors.New("the directory does not know how many processes were started (no launcher gave the size)")
+	}
+	w.start(size)
+	zeroGone := w.zeroGone
 	me := int(node.Proc())
 	fmt.Printf("process %d pid %d joined\n", me, os.Getpid())
 	if me >= size {
@@ -94,6 +88,52 @@ func run(rounds int, delay time.Duration, visitors int, timeout time.Duration) e
 		return err
 	}
 	return finish(ringCtx, node, me, size, zeroGone)
+}
+
+// watch follows the ring members' departures. Events arriving before the
+// size is known (while joining) are held until start.
+type watch struct {
+	zeroGone chan struct{}
+	broken   func(error)
+
+	mu   sync.Mutex
+	size int // 0 until start
+	held []directory.Event
+}
+
+func (w *watch) event(ev directory.Event) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.size == 0 {
+		w.held = append(w.held, ev)
+		return
+	}
+	w.handleLocked(ev)
+}
+
+func (w *watch) start(size int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.size = size
+	for _, ev := range w.held {
+		w.handleLocked(ev)
+	}
+	w.held = nil
+}
+
+func (w *watch) handleLocked(ev directory.Event) {
+	if ev.Kind != directory.Left || int(ev.Member.Proc) >= w.size {
+		return
+	}
+	if ev.Reason == directory.ReasonLeft {
+		// Processes leave on purpose only at the end of the run.
+		if ev.Member.Proc == 0 {
+			close(w.zeroGone)
+		}
+		return
+	}
+	// A ring member is gone before the end: the ring cannot complete.
+	w.broken(fmt.Errorf("ring member %d left (%s): %w", ev.Member.Proc, ev.Reason, pcor.ErrPeerDown))
 }
 
 // finish ends the run without losing a last acknowledgement: rank 0 tells

@@ -138,7 +138,7 @@ func (r *running) finish(t *testing.T) (int, string) {
 }
 
 func (r *running) joinEnv(key string) []string {
-	return append(os.Environ(), "PCOR_COORD="+r.coord, "PCOR_JOBKEY="+key, "PCOR_SIZE=4", "PCOR_RANK=", "PCOR_DIRECTORY=join")
+	return append(os.Environ(), "PCOR_COORD="+r.coord, "PCOR_JOBKEY="+key, "PCOR_SIZE=", "PCOR_RANK=", "PCOR_DIRECTORY=join")
 }
 
 // TestLateJoiner: a fifth process joins the running ring and exchanges a

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// loopRuns is how many times each way of starting a job is run: a defect
+// failing 1% of runs passes all of them with probability 0.99^300 < 5%.
+const loopRuns = 300
+
+// TestStartExitLoop starts a small ring and lets it exit in order, again
+// and again, with zero failures allowed: under pcorrun (the directory
+// outside the job), and started by hand with rank 0 serving the directory
+// (which must outlive every other member's leave). Messages that arrived
+// before their sender left must still be received.
+func TestStartExitLoop(t *testing.T) {
+	runs := loopRuns
+	if testing.Short() {
+		runs = 20
+	}
+	for _, c := range []struct {
+		name string
+		run  func(ctx context.Context) ([]byte, error)
+	}{
+		{"pcorrun", func(ctx context.Context) ([]byte, error) {
+			return pcorrun(ctx, "-n", "4", ringPath(), "-rounds", "10").CombinedOutput()
+		}},
+		{"embedded directory", func(ctx context.Context) ([]byte, error) {
+			return embeddedRing(ctx, 4, "-rounds", "10")
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var next, failed atomic.Int64
+			var wg sync.WaitGroup
+			start := time.Now()
+			for w := 0; w < 2; w++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for next.Add(1) <= int64(runs) {
+						ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+						out, err := c.run(ctx)
+						cancel()
+						if err == nil && !strings.Contains(string(out), "ring of 4: 10 rounds, 40 hops") {
+							err = fmt.Errorf("no ring result")
+						}
+						if err != nil {
+							if failed.Add(1) <= 3 {
+								t.Errorf("%v\n%s", err, out)
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			t.Logf("%d runs, %d failed, in %v", runs, failed.Load(), time.Since(start).Round(time.Millisecond))
+			if n := failed.Load(); n > 0 {
+				t.Fatalf("%d of %d runs failed", n, runs)
+			}
+		})
+	}
+}
+
+// embeddedRing starts n ring processes with their ranks, the size, a job
+// key and a free local directory address, and no directory: rank 0
+// serves it. It returns their output, and the first failure.
+func embeddedRing(ctx context.Context, n int, args ...string) ([]byte, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	coord := ln.Addr().String()
+	ln.Close()
+	var out lockedBuffer
+	cmds := make([]*exec.Cmd, n)
+	for r := range cmds {
+		cmd := exec.CommandContext(ctx, ringPath(), args...)
+		cmd.Env = append(os.Environ(), "PCOR_COORD="+coord, "PCOR_JOBKEY=00000000000e1b3d",
+			fmt.Sprintf("PCOR_RANK=%d", r), fmt.Sprintf("PCOR_SIZE=%d", n), "PCOR_DIRECTORY=")
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			return out.Bytes(), err
+		}
+		cmds[r] = cmd
+	}
+	var first error
+	for r, cmd := range cmds {
+		if err := cmd.Wait(); err != nil && first == nil {
+			first = fmt.Errorf("rank %d: %w", r, err)
+		}
+	}
+	return out.Bytes(), first
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b = append(l.b, p...)
+	return len(p), nil
+}
+
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]byte(nil), l.b...)
+}
