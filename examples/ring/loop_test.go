@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -71,8 +72,10 @@ func TestStartExitLoop(t *testing.T) {
 }
 
 // embeddedRing starts n ring processes with their ranks, the size, a job
-// key and a free local directory address, and no directory: rank 0
-// serves it. It returns their output, and the first failure.
+// key of their own (jobs running at once must not take each other's
+// datagrams for their own) and a free local directory address, and no
+// directory: rank 0 serves it. It returns their output, and the first
+// failure.
 func embeddedRing(ctx context.Context, n int, args ...string) ([]byte, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -80,11 +83,12 @@ func embeddedRing(ctx context.Context, n int, args ...string) ([]byte, error) {
 	}
 	coord := ln.Addr().String()
 	ln.Close()
+	key := fmt.Sprintf("%016x", rand.Uint64())
 	var out lockedBuffer
 	cmds := make([]*exec.Cmd, n)
 	for r := range cmds {
 		cmd := exec.CommandContext(ctx, ringPath(), args...)
-		cmd.Env = append(os.Environ(), "PCOR_COORD="+coord, "PCOR_JOBKEY=00000000000e1b3d",
+		cmd.Env = append(os.Environ(), "PCOR_COORD="+coord, "PCOR_JOBKEY="+key,
 			fmt.Sprintf("PCOR_RANK=%d", r), fmt.Sprintf("PCOR_SIZE=%d", n), "PCOR_DIRECTORY=")
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
