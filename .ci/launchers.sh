@@ -2,19 +2,25 @@
 # The ring example under real launchers, with no PCOR_* variable set:
 # Open MPI's mpirun, and srun and sbatch on a single-node Slurm
 # (.ci/slurm.sh). Each is run RUNS times (default 10); any failure fails.
+# First, a small ring's start and orderly exit is looped LOOPS times
+# (default 300) under pcorrun and with rank 0 serving the directory.
 #
-#   .ci/launchers.sh [RUNS]
+#   .ci/launchers.sh [RUNS [LOOPS]]
 #
 # As root on Debian it installs openmpi-bin, slurm-wlm and munge first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-10}
+loops=${2:-300}
 export PATH="/usr/local/go/bin:$PATH"
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null &&
 	! { command -v mpirun && command -v srun && command -v munged; } >/dev/null; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin slurm-wlm munge >/dev/null
 fi
+
+echo "start and exit, $loops times each way"
+go test -count=1 -run 'TestStartExitLoop' ./examples/ring -args -loops "$loops"
 
 bin=$(mktemp -d "${TMPDIR:-/tmp}/pcor-launchers.XXXXXX")
 trap 'rm -rf "$bin"' EXIT

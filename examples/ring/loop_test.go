@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -14,9 +15,10 @@ import (
 	"time"
 )
 
-// loopRuns is how many times each way of starting a job is run: a defect
-// failing 1% of runs passes all of them with probability 0.99^300 < 5%.
-const loopRuns = 300
+// loops is how many times each way of starting a job is run. CI runs the
+// test again on its own with -loops 300 (.ci/launchers.sh): a defect
+// failing 1% of runs passes all 300 with probability 0.99^300 < 5%.
+var loops = flag.Int("loops", 20, "runs of each way of starting a job in TestStartExitLoop")
 
 // TestStartExitLoop starts a small ring and lets it exit in order, again
 // and again, with zero failures allowed: under pcorrun (the directory
@@ -24,10 +26,7 @@ const loopRuns = 300
 // (which must outlive every other member's leave). Messages that arrived
 // before their sender left must still be received.
 func TestStartExitLoop(t *testing.T) {
-	runs := loopRuns
-	if testing.Short() {
-		runs = 20
-	}
+	runs := *loops
 	for _, c := range []struct {
 		name string
 		run  func(ctx context.Context) ([]byte, error)
