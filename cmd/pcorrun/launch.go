@@ -40,6 +40,9 @@ type exit struct {
 // With watch set, the routing tables are printed as the membership changes.
 func startDirectory(opts *options, stderr *lockedWriter, lost *lossLog, watch *routeWatch) (*directory.Server, string, error) {
 	ln, err := net.Listen("tcp", opts.listen)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, "", fmt.Errorf("directory: %w (another job's directory? give each job its own --listen port, or port 0 for a free one)", err)
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("directory: %w", err)
 	}
