@@ -34,6 +34,8 @@ func runRole(role string) int {
 		return sinkPeer()
 	case "source":
 		return sourcePeer()
+	case "shm-echo":
+		return shmEchoPeer()
 	case "rdma-echo":
 		return rdmaEchoPeer()
 	case "slowsink":
