@@ -31,6 +31,7 @@ type options struct {
 	vps           int    // ATHREAD_VPS for every process (0: not set)
 	keepGoing     bool
 	verbose       bool
+	cpuShare      map[int]float64 // rank → share of one CPU
 	prog          []string
 }
 
@@ -38,7 +39,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("pcorrun", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o := &options{}
-	var hosts, via, key string
+	var hosts, via, key, cpuShare string
 	fs.IntVar(&o.n, "n", 0, "number of processes to start")
 	fs.StringVar(&hosts, "hosts", "", "comma-separated hosts, used round robin (needs --via)")
 	fs.StringVar(&via, "via", "", "command template to start a process on {host}, e.g. 'ssh {host}' or 'ip netns exec {host}'; {cmd}, if present, is replaced by the shell-quoted command")
@@ -49,6 +50,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.grace, "grace", 3*time.Second, "time between SIGTERM and SIGKILL when stopping processes")
 	fs.BoolVar(&o.keepGoing, "keep-going", false, "when a process fails, let the others run on (the exit status is still the first failure's)")
 	fs.BoolVar(&o.routes, "routes", false, "print every process's routing table once all have joined, after every membership change, and on SIGUSR1")
+	fs.StringVar(&cpuShare, "cpu-share", "", "limit ranks to a percentage of one CPU with a cgroup quota, e.g. '1=100,2=50,3=25'")
 	fs.BoolVar(&o.verbose, "v", false, "print the directory address and membership changes")
 	fs.IntVar(&o.vps, "vps", 0, "athread VPs per process (sets "+athread.EnvVPs+")")
 	fs.StringVar(&o.groups, "groups", "", "explicit groups for hierarchical work stealing, e.g. '0-3;4-7' (sets "+hws.EnvGroups+")")
@@ -63,6 +65,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	o.prog = fs.Args()
+	shares, err := parseCPUShares(cpuShare)
+	if err != nil {
+		return nil, err
+	}
+	o.cpuShare = shares
 	if key != "" {
 		k, err := directory.ParseJobKey(key)
 		if err != nil {

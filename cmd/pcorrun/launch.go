@@ -133,6 +133,13 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
+	shares, err := newCPUShares(opts.cpuShare, opts.n)
+	if err != nil {
+		logf("%v", err)
+		return 1
+	}
+	defer shares.close()
+
 	exits := make(chan exit, opts.n)
 	procs := make([]*proc, 0, opts.n)
 	for rank := 0; rank < opts.n; rank++ {
@@ -185,6 +192,9 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 			return 1
 		}
 		procs = append(procs, p)
+		if err := shares.place(rank, cmd.Process.Pid); err != nil {
+			logf("rank %d: %v", rank, err)
+		}
 		go func() {
 			err := cmd.Wait()
 			if pipeW != nil {

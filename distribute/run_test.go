@@ -1,0 +1,223 @@
+package distribute
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/pcor"
+)
+
+const jobKey = 0x64697374
+
+// cluster is a master node and worker nodes over UDP on loopback.
+type cluster struct {
+	master  *pcor.Node
+	workers []*pcor.Node
+}
+
+func newCluster(t *testing.T, n int) *cluster {
+	t.Helper()
+	m, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, Listen: []pcor.Listen{{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{master: m}
+	t.Cleanup(func() { m.Close() })
+	for i := 1; i <= n; i++ {
+		w, err := pcor.NewNode(pcor.Config{Proc: pcor.ProcID(i), JobKey: jobKey, Listen: []pcor.Listen{{}},
+			Peers: []pcor.Peer{{Proc: 0, Addr: m.Endpoints()[0].Addr}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.AddPeer(pcor.Peer{Proc: pcor.ProcID(i), Addr: w.Endpoints()[0].Addr}); err != nil {
+			t.Fatal(err)
+		}
+		c.workers = append(c.workers, w)
+		t.Cleanup(func() { w.Close() })
+	}
+	return c
+}
+
+// square is the work: the result of a range is the squares of its units,
+// computed from the input the master sent (the units themselves).
+func square(r Range, in []byte) ([]byte, error) {
+	if len(in) != 8*r.Len() {
+		return nil, fmt.Errorf("input of %d bytes for %v", len(in), r)
+	}
+	out := make([]byte, len(in))
+	for i := range r.Len() {
+		u := binary.LittleEndian.Uint64(in[8*i:])
+		binary.LittleEndian.PutUint64(out[8*i:], u*u)
+	}
+	return out, nil
+}
+
+func units(r Range) []byte {
+	b := make([]byte, 0, 8*r.Len())
+	for u := r.Lo; u < r.Hi; u++ {
+		b = binary.LittleEndian.AppendUint64(b, uint64(u))
+	}
+	return b
+}
+
+// How a worker fails in TestRunCoversOnce.
+const (
+	healthy = iota
+	crashes // closes its node on its k-th range; the directory would report it gone
+	hangs   // receives its k-th range and never answers
+)
+
+func TestRunCoversOnce(t *testing.T) {
+	for _, s := range []Strategy{SS, GSS, Static, VRPSS} {
+		for _, fault := range []int{healthy, crashes, hangs} {
+			t.Run(fmt.Sprintf("%v/%s", s, []string{"healthy", "crash", "hang"}[fault]), func(t *testing.T) {
+				t.Parallel()
+				runCase(t, s, fault)
+			})
+		}
+	}
+}
+
+func runCase(t *testing.T, s Strategy, fault int) {
+	const total, workers, victim = 300, 3, 1
+	c := newCluster(t, workers)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	hung, release := context.WithCancel(ctx)
+	defer release()
+	dieAt := 1 // GSS or Static may give the victim a single range
+	if s == SS {
+		dieAt = 2
+	}
+	var addrs []pcor.Addr
+	var wg sync.WaitGroup
+	for i, w := range c.workers {
+		th := w.NewThread()
+		addrs = append(addrs, th.Addr())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := 0
+			_, err := Serve(ctx, th, func(r Range, in []byte) ([]byte, error) {
+				k++
+				if i == victim && k == dieAt {
+					switch fault {
+					case crashes:
+						w.Close()
+						c.master.RemovePeer(w.Proc(), nil)
+						return nil, errors.New("crashed")
+					case hangs:
+						<-hung.Done()
+						return nil, errors.New("hung")
+					}
+				}
+				time.Sleep(time.Duration(i+1) * 200 * time.Microsecond * time.Duration(r.Len()))
+				return square(r, in)
+			})
+			if err != nil && !(i == victim && fault != healthy) {
+				t.Errorf("worker %d: %v", i, err)
+			}
+		}()
+	}
+	var mu sync.Mutex
+	seen := make([]int, total)
+	plan := Plan{Strategy: s, Total: total, VRP: []float64{3, 2, 1}, Chunk: 4,
+		Input: units,
+		Collect: func(w int, r Range, out []byte) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(out) != 8*r.Len() {
+				return fmt.Errorf("result of %d bytes for %v", len(out), r)
+			}
+			for i := range r.Len() {
+				u := uint64(r.Lo + i)
+				if got := binary.LittleEndian.Uint64(out[8*i:]); got != u*u {
+					return fmt.Errorf("unit %d: %d", u, got)
+				}
+				seen[r.Lo+i]++
+			}
+			return nil
+		},
+		Deadline: func(int, Range) time.Duration { return 1500 * time.Millisecond },
+	}
+	rep, err := Run(ctx, c.master, addrs, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	wg.Wait()
+	for u, n := range seen {
+		if n != 1 {
+			t.Fatalf("unit %d collected %d times", u, n)
+		}
+	}
+	sum := 0
+	for i, w := range rep.Workers {
+		sum += w.Units
+		if (w.Lost != nil) != (i == victim && fault != healthy) {
+			t.Errorf("worker %d lost: %v", i, w.Lost)
+		}
+	}
+	if sum != total {
+		t.Errorf("reports add up to %d units, want %d", sum, total)
+	}
+	if fault == healthy && s == Static && rep.Workers[0].Chunks != 1 {
+		t.Errorf("static: worker 0 got %d ranges, want 1", rep.Workers[0].Chunks)
+	}
+}
+
+// With every worker gone the run reports the work left undone.
+func TestRunAllLost(t *testing.T) {
+	c := newCluster(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	th := c.workers[0].NewThread()
+	go Serve(ctx, th, func(r Range, in []byte) ([]byte, error) {
+		c.workers[0].Close()
+		c.master.RemovePeer(1, nil)
+		return nil, errors.New("gone")
+	})
+	_, err := Run(ctx, c.master, []pcor.Addr{th.Addr()}, Plan{Strategy: GSS, Total: 10})
+	if !errors.Is(err, ErrIncomplete) || !errors.Is(err, pcor.ErrPeerDown) {
+		t.Fatalf("err = %v, want ErrIncomplete and ErrPeerDown", err)
+	}
+}
+
+func TestCalibrate(t *testing.T) {
+	c := newCluster(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var addrs []pcor.Addr
+	var wg sync.WaitGroup
+	for i, w := range c.workers {
+		th := w.NewThread()
+		addrs = append(addrs, th.Addr())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			Serve(ctx, th, func(r Range, in []byte) ([]byte, error) {
+				// Worker 1 is four times slower per unit.
+				time.Sleep(time.Duration(r.Len()) * time.Duration(3+9*i) * time.Millisecond)
+				return nil, nil
+			})
+		}()
+	}
+	models, err := Calibrate(ctx, c.master, addrs, []int{2, 4, 8}, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An empty run tells the workers to stop.
+	if _, err := Run(ctx, c.master, addrs, Plan{Total: 0}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	v := vrpOf(models, 8)
+	if v[1] != 1 || v[0] < 2.5 || v[0] > 6 {
+		t.Fatalf("VRP %v, want about [4 1] (%v; %v)", v, models[0], models[1])
+	}
+}
