@@ -1,0 +1,27 @@
+#!/bin/sh
+# Regenerates examples/heat/RESULTS.md, models.json and table1.svg: runs the
+# solver under pcorrun with every worker limited to 25% of a CPU (a cluster
+# of identical slow machines), in interleaved rounds over the process
+# counts, then fits the region models on p = 3, 4 and predicts p = 5, 6, 7
+# at larger plates.
+#
+#   examples/heat/run.sh [rounds]
+set -eu
+cd "$(dirname "$0")/../.."
+rounds=${1:-4}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/pcorrun" ./cmd/pcorrun
+go build -o "$tmp/heat" ./examples/heat
+shares() { seq -s, 1 $(($1 - 1)) | sed 's/\([0-9][0-9]*\)/\1=25/g'; }
+for r in $(seq 1 "$rounds"); do
+	for p in 3 4 5 6 7; do
+		case $p in
+		3 | 4) sizes=256,320,384,448,512 ;;
+		*) sizes=576,704,832 ;;
+		esac
+		"$tmp/pcorrun" --heartbeat-timeout 30s -n "$p" --cpu-share "$(shares "$p")" \
+			"$tmp/heat" -sizes "$sizes" -reps 2 -iters 100 -samples "$tmp/samples-p$p-r$r.json"
+	done
+done
+"$tmp/heat" -analyze -fit 3,4 -in "$tmp" -out examples/heat

@@ -1,0 +1,15 @@
+#!/bin/sh
+# Regenerates examples/matmul/RESULTS.md, figure2.svg and models.json: the
+# master and three workers limited to 100%, 50% and 25% of a CPU.
+#
+#   examples/matmul/run.sh [sizes] [reps]
+set -eu
+cd "$(dirname "$0")/../.."
+sizes=${1:-384,512,640,768,896}
+reps=${2:-5}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/pcorrun" ./cmd/pcorrun
+go build -o "$tmp/matmul" ./examples/matmul
+"$tmp/pcorrun" --heartbeat-timeout 30s -n 4 --cpu-share 1=100,2=50,3=25 \
+	"$tmp/matmul" -sizes "$sizes" -reps "$reps" -out examples/matmul
