@@ -61,5 +61,5 @@ func ExampleNode_Routes() {
 	// Output:
 	// DST  SIZE  PORT  FABRIC  NETWORK  NEXT  ADDR  HOPS  LATENCY  BANDWIDTH  PATH
 	// 1    0-    0     mem     left     1     p1    1     1µs      10 GB/s    0>1
-	// 2    0-    0     mem     left     1     p1    2     12µs     5 GB/s     0>1>2
+	// 2    0-    0     mem     left     1     p1    2     12µs     10 GB/s    0>1>2
 }

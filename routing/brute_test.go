@@ -12,51 +12,66 @@ import (
 )
 
 // bruteCost is the least cost from self to dst for size bytes over every
-// simple path of processes, computed by enumeration.
+// simple path of processes and every choice of ports on each link,
+// computed by enumeration: a link costs the mean of its ports' latencies
+// (or the model's Links entry), a path the sum of its links' latencies
+// plus Forward per gateway, plus size times its slowest link's per-byte
+// cost.
 func bruteCost(model *Model, self, dst uint32, ms []directory.Member, size float64) float64 {
 	byProc := map[uint32]directory.Member{}
 	for _, m := range ms {
 		byProc[m.Proc] = m
 	}
-	link := func(a, b directory.Member) float64 {
-		best := math.Inf(1)
+	type option struct{ fixed, perByte float64 }
+	links := func(a, b directory.Member) []option {
+		var out []option
 		for _, p := range a.Ports {
 			for _, q := range b.Ports {
-				if p.Fabric != q.Fabric || p.Network != q.Network || p.Fabric == "" {
+				if p.Fabric != q.Fabric || p.Network != q.Network || p.Fabric == "" || p.Addr == "" || q.Addr == "" {
 					continue
 				}
 				pf, pb := model.portCost(&p)
 				qf, qb := model.portCost(&q)
-				best = min(best, (pf+qf)/2+size*(pb+qb)/2)
+				o := option{(pf + qf) / 2, max(pb, qb)}
+				if a.Proc == self {
+					if c, ok := model.Links[Link{b.Proc, p.Fabric, p.Network}]; ok {
+						if c.Latency > 0 {
+							o.fixed = float64(c.Latency)
+						}
+						if c.Bandwidth > 0 {
+							o.perByte = 1e9 / c.Bandwidth
+						}
+					}
+				}
+				out = append(out, o)
 			}
 		}
-		return best
+		return out
 	}
 	best := math.Inf(1)
 	visited := map[uint32]bool{self: true}
-	var walk func(at uint32, cost float64)
-	walk = func(at uint32, cost float64) {
+	var walk func(at uint32, fixed, perByte float64)
+	walk = func(at uint32, fixed, perByte float64) {
 		if at == dst {
-			best = min(best, cost)
+			best = min(best, fixed+size*perByte)
 			return
 		}
 		for _, m := range ms {
 			if visited[m.Proc] {
 				continue
 			}
-			c := link(byProc[at], m)
-			if math.IsInf(c, 1) {
-				continue
+			for _, o := range links(byProc[at], m) {
+				f := fixed + o.fixed
+				if at != self {
+					f += float64(model.Forward)
+				}
+				visited[m.Proc] = true
+				walk(m.Proc, f, max(perByte, o.perByte))
+				visited[m.Proc] = false
 			}
-			if at != self {
-				c += float64(model.Forward)
-			}
-			visited[m.Proc] = true
-			walk(m.Proc, cost+c)
-			visited[m.Proc] = false
 		}
 	}
-	walk(self, 0)
+	walk(self, 0, 0)
 	return best
 }
 
@@ -109,6 +124,20 @@ func TestMatchesEnumeration(t *testing.T) {
 	for trial := range 150 {
 		ms := randomMembers(rng, 2+rng.IntN(5))
 		self := uint32(rng.IntN(len(ms)))
+		model.Links = nil
+		if trial%2 == 1 {
+			// Measured prices for some of the local process's links.
+			model.Links = map[Link]LinkCost{}
+			for _, p := range ms[self].Ports {
+				for _, m := range ms {
+					if m.Proc != self && rng.IntN(2) == 0 {
+						model.Links[Link{m.Proc, p.Fabric, p.Network}] = LinkCost{
+							Latency:   time.Duration(1+rng.IntN(300)) * time.Microsecond,
+							Bandwidth: float64(1+rng.IntN(1000)) * 1e7}
+					}
+				}
+			}
+		}
 		tb := model.Build(self, ms)
 		rs := tb.Routes()
 		for i, r := range rs {

@@ -22,16 +22,16 @@
 // latency and bandwidth (zero means unknown, and the Model's default for
 // the fabric kind is used: udp 50 µs and 1 GB/s, rdma 5 µs and 10 GB/s,
 // mem 1 µs and 10 GB/s). A link's fixed cost is the mean of its two ports'
-// latencies and its per-byte cost the mean of their 1/bandwidth, so ports
-// that agree give the link exactly their figures. Every gateway crossed
-// adds Model.Forward (10 µs by default) to the fixed cost. A path costs
-// the sum of its links:
+// latencies and its per-byte cost the larger of their 1/bandwidth (a link
+// is as fast as its slower end), so ports that agree give the link exactly
+// their figures. The links of the local process can be priced one by one
+// instead (Model.Links): from a fit of T(m) = a + b·m to measured round
+// trips (Prices), or pinned by configuration. Every gateway crossed adds
+// Model.Forward (10 µs by default) to the fixed cost. A gateway forwards a
+// message fragment by fragment, so a long message streams through a path
+// at the pace of its slowest link:
 //
-//	T_path(m) = A + B·m,  A = Σ latency_i + gateways·Forward,  B = Σ 1/bandwidth_i
-//
-// (the sum of per-byte costs assumes store-and-forward at each gateway; a
-// gateway that forwards fragment by fragment does better on long messages,
-// so the model errs towards direct routes).
+//	T_path(m) = A + B·m,  A = Σ latency_i + gateways·Forward,  B = max 1/bandwidth_i
 //
 // # Choosing by size, and the crossover
 //
@@ -40,14 +40,12 @@
 // these lines: the path with the least fixed cost A for the smallest
 // messages, the path with the least per-byte cost B for the largest, and
 // possibly some in between. Build finds the envelope exactly for each
-// destination without listing paths (a parametric shortest-path search):
-//
-//  1. the shortest path at m = 0 (least A, ties to least B) and at m = ∞
-//     (least B, ties to least A) bound the envelope;
-//  2. for two envelope paths P (A_P < A_Q) and Q (B_Q < B_P) whose lines
-//     cross at m* = (A_Q − A_P) / (B_P − B_Q), the shortest path at m* is
-//     computed; if it is cheaper there than P and Q it joins the envelope
-//     and the step repeats on each side, otherwise P and Q meet at m*.
+// destination without listing paths: for every per-byte cost b that an
+// edge has, a shortest-path search by fixed cost over the edges no slower
+// than b gives each destination's cheapest path with bottleneck at most
+// b; the best path at any size is among these, so the lower envelope of
+// their lines is the answer. Two lines P (A_P < A_Q) and Q (B_Q < B_P)
+// cross at m* = (A_Q − A_P) / (B_P − B_Q).
 //
 // Messages smaller than ⌈m*⌉ bytes take P and the others Q. With two
 // direct networks, one of latency L1 and bandwidth W1 and the other slower

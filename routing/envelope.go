@@ -8,7 +8,7 @@ import (
 
 // path is one path from the local process, as a line in message size.
 type path struct {
-	nodes []int32 // process and network nodes, from the local process
+	nodes []int32 // process, network and link nodes, from the local process
 	ports []int32 // port index of the edge into each node (-1 for the first)
 	l     label
 }
@@ -20,20 +20,26 @@ type segment struct {
 	from int64
 }
 
-// searcher caches shortest-path trees by message size: destinations of one
-// membership mostly share their crossovers.
+// searcher holds one shortest-path tree per per-byte threshold: the tree
+// for threshold b uses only edges whose per-byte cost is at most b and
+// minimises the fixed cost.
 type searcher struct {
 	g     *graph
-	trees map[float64]*tree
+	trees []*tree
 }
 
-func (s *searcher) tree(m float64) *tree {
-	t, ok := s.trees[m]
-	if !ok {
-		t = s.g.shortest(m)
-		s.trees[m] = t
+func newSearcher(g *graph) *searcher {
+	s := &searcher{g: g}
+	for _, b := range g.thresholds() {
+		s.trees = append(s.trees, g.shortest(b))
 	}
-	return t
+	return s
+}
+
+// reachable reports whether any path reaches node n (the tree with every
+// edge is the last).
+func (s *searcher) reachable(n int32) bool {
+	return len(s.trees) > 0 && s.trees[len(s.trees)-1].done[n]
 }
 
 // path reads the path to dst off t.
@@ -48,61 +54,69 @@ func (s *searcher) path(t *tree, dst int32) path {
 	return path{nodes: nodes, ports: ports, l: t.label[dst]}
 }
 
+// envelope returns the best path to dst for every message size, as
+// segments from size 0 up.
+//
+// A path's cost is T(m) = A + B·m with A its fixed cost and B its largest
+// per-byte cost. For the best path P at some size, with bottleneck b, the
+// least-fixed-cost path using only edges of per-byte cost ≤ b costs no
+// more at that size; so the lower envelope of the lines of the threshold
+// trees' paths is the exact optimum at every size.
+func (s *searcher) envelope(dst int32) []segment {
+	var cands []path
+	for _, t := range s.trees {
+		if !t.done[dst] {
+			continue
+		}
+		p := s.path(t, dst)
+		if !slices.ContainsFunc(cands, func(c path) bool { return sameLine(c.l, p.l) && c.l.hops <= p.l.hops }) {
+			cands = append(cands, p)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	// The best for the smallest messages: least fixed cost, then least
+	// per-byte cost, then fewest hops.
+	cur := 0
+	for i := range cands {
+		if cands[i].l.better(cands[cur].l, 0) {
+			cur = i
+		}
+	}
+	segs := []segment{{p: cands[cur]}}
+	at := 0.0
+	for {
+		// The line that first undercuts the current one at larger sizes.
+		next, cross := -1, math.Inf(1)
+		c := cands[cur].l
+		for i, o := range cands {
+			if o.l.perByte >= c.perByte {
+				continue
+			}
+			m := (o.l.fixed - c.fixed) / (c.perByte - o.l.perByte)
+			m = math.Max(m, at)
+			if m < cross || (m == cross && next >= 0 && o.l.better(cands[next].l, math.Inf(1))) {
+				next, cross = i, m
+			}
+		}
+		if next < 0 || cross >= math.MaxInt64 {
+			return segs
+		}
+		from := int64(math.Ceil(cross))
+		for len(segs) > 0 && segs[len(segs)-1].from >= from {
+			segs = segs[:len(segs)-1] // superseded within the same byte
+		}
+		if len(segs) == 0 {
+			from = 0
+		}
+		segs = append(segs, segment{p: cands[next], from: from})
+		cur, at = next, cross
+	}
+}
+
 // sameLine reports whether two paths cost the same at every size.
 func sameLine(a, b label) bool { return a.fixed == b.fixed && a.perByte == b.perByte }
-
-// maxDepth bounds the envelope search; an envelope has few segments.
-const maxDepth = 32
-
-// envelope returns the lower envelope of path costs to dst between lo,
-// the best path for the smallest messages of the range, and hi, the best
-// for the largest, as segments starting at lo (from 0).
-func (s *searcher) envelope(dst int32, lo, hi path, depth int) []segment {
-	only := []segment{{p: lo}}
-	if sameLine(lo.l, hi.l) || lo.l.perByte <= hi.l.perByte || depth >= maxDepth {
-		return only
-	}
-	// The lines cross at m; lo is the cheaper below it.
-	m := (hi.l.fixed - lo.l.fixed) / (lo.l.perByte - hi.l.perByte)
-	if m >= math.MaxInt64 || math.IsNaN(m) {
-		return only
-	}
-	if m < 0 {
-		m = 0
-	}
-	mid := s.path(s.tree(m), dst)
-	at := lo.l.at(m)
-	if mid.l.at(m) < at-1e-9*math.Max(at, 1) {
-		left := s.envelope(dst, lo, mid, depth+1)
-		right := s.envelope(dst, mid, hi, depth+1)
-		return merge(left, right)
-	}
-	from := int64(math.Ceil(m))
-	if from <= 0 {
-		return []segment{{p: hi}}
-	}
-	return []segment{{p: lo}, {p: hi, from: from}}
-}
-
-// merge joins the envelope below a middle path and the one above it: the
-// right part starts with the middle path, which left ends with.
-func merge(left, right []segment) []segment {
-	out := left
-	for i, sg := range right {
-		if i == 0 {
-			continue // the middle path, already last in left
-		}
-		for len(out) > 0 && out[len(out)-1].from >= sg.from {
-			out = out[:len(out)-1] // rounding left it empty
-		}
-		out = append(out, sg)
-	}
-	if len(out) == 0 {
-		out = right[len(right)-1:]
-	}
-	out[0].from = 0
-	return out
-}
 
 // route turns a path into a Route.
 func (g *graph) route(p path) Route {

@@ -34,7 +34,7 @@ func ExampleBuild() {
 	// DST  SIZE    PORT  FABRIC  NETWORK  NEXT  ADDR           HOPS  LATENCY  BANDWIDTH  PATH
 	// 2    0-8080  0     udp     eth      2     10.0.0.2:7000  1     20µs     100 MB/s   1>2
 	// 2    8081-   1     rdma    ib       2     ib-2           1     100µs    10 GB/s    1>2
-	// 3    0-8080  0     udp     eth      2     10.0.0.2:7000  2     80µs     90.9 MB/s  1>2>3
-	// 3    8081-   1     rdma    ib       2     ib-2           2     160µs    909 MB/s   1>2>3
+	// 3    0-8888  0     udp     eth      2     10.0.0.2:7000  2     80µs     100 MB/s   1>2>3
+	// 3    8889-   1     rdma    ib       2     ib-2           2     160µs    1 GB/s     1>2>3
 	// eth ib
 }

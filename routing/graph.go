@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"math"
 	"slices"
 
 	"github.com/pcor-go/pcor/directory"
@@ -8,8 +9,12 @@ import (
 
 // graph has a node per process and a node per (fabric, network) pair. A
 // process's port is a pair of edges, process→network and network→process,
-// each carrying half the port's cost, so crossing a network from port p to
-// port q costs the mean of p and q.
+// each carrying half the port's fixed cost and its whole per-byte cost, so
+// crossing a network from port p to port q costs the mean of their fixed
+// costs and the larger of their per-byte costs (a link is as fast as its
+// slower end). The local process instead has a node per link (one of its
+// ports to one port of another process), so that each of its links has its
+// own price.
 type graph struct {
 	procs   []uint32           // process id of each process node
 	members []directory.Member // member of each process node
@@ -75,13 +80,47 @@ func newGraph(m *Model, self uint32, members []directory.Member) *graph {
 	np := int32(len(g.procs))
 	g.adj = make([][]edge, int(np)+len(g.nets))
 	for _, r := range ports {
+		if r.proc == g.self {
+			continue // the local process's links are priced one by one below
+		}
 		fixed, perByte := m.portCost(&g.members[r.proc].Ports[r.port])
 		n := np + netIdx[r.net]
-		e := edge{port: r.port, fixed: fixed / 2, perByte: perByte / 2}
+		e := edge{port: r.port, fixed: fixed / 2, perByte: perByte}
 		e.to = n
 		g.adj[r.proc] = append(g.adj[r.proc], e)
 		e.to = r.proc
 		g.adj[n] = append(g.adj[n], e)
+	}
+	// Each link of the local process gets a node of its own, so that it
+	// carries its own price: the Model's Links entry where there is one
+	// (measured or pinned), else its two ports' figures.
+	for _, a := range ports {
+		if a.proc != g.self {
+			continue
+		}
+		af, ab := m.portCost(&g.members[a.proc].Ports[a.port])
+		for _, b := range ports {
+			if b.proc == g.self || b.net != a.net {
+				continue
+			}
+			bf, bb := m.portCost(&g.members[b.proc].Ports[b.port])
+			fixed, perByte := (af+bf)/2, max(ab, bb)
+			if c, ok := m.Links[Link{Peer: g.procs[b.proc], Fabric: a.net.fabric, Network: a.net.network}]; ok {
+				if c.Latency > 0 {
+					fixed = float64(c.Latency)
+				}
+				if c.Bandwidth > 0 {
+					perByte = 0
+					if !math.IsInf(c.Bandwidth, 1) {
+						perByte = 1e9 / c.Bandwidth
+					}
+				}
+			}
+			ln := int32(len(g.adj))
+			g.nets = append(g.nets, a.net)
+			g.adj = append(g.adj, []edge{{to: b.proc, port: b.port}})
+			g.adj[a.proc] = append(g.adj[a.proc], edge{to: ln, port: a.port, fixed: fixed, perByte: perByte})
+		}
 	}
 	return g
 }

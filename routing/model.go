@@ -21,6 +21,17 @@ type Model struct {
 	Unknown LinkCost
 	// Forward is the fixed cost a gateway adds to a message it forwards.
 	Forward time.Duration
+	// Links, if set, prices links of the local process one by one (from
+	// measurement, or pinned by configuration), taking precedence over the
+	// ports' figures; zero fields keep the ports' figure.
+	Links map[Link]LinkCost
+}
+
+// Link names a link of the local process: to Peer over the network where
+// both have a port of the fabric kind.
+type Link struct {
+	Peer            uint32
+	Fabric, Network string
 }
 
 // DefaultModel returns the model Build uses.

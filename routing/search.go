@@ -3,6 +3,7 @@ package routing
 import (
 	"container/heap"
 	"math"
+	"slices"
 )
 
 // label is the cost of a path so far: its fixed cost, per-byte cost and
@@ -76,11 +77,27 @@ func (q *queue) Pop() any {
 	return it
 }
 
-// shortest runs Dijkstra's algorithm from the local process for messages
-// of m bytes (m may be +Inf). Costs are non-negative, so it is exact.
-func (g *graph) shortest(m float64) *tree {
+// thresholds returns the distinct per-byte costs of the edges, in
+// increasing order: the bottlenecks a path can have.
+func (g *graph) thresholds() []float64 {
+	var bs []float64
+	for _, es := range g.adj {
+		for _, e := range es {
+			bs = append(bs, e.perByte)
+		}
+	}
+	slices.Sort(bs)
+	return slices.Compact(bs)
+}
+
+// shortest runs Dijkstra's algorithm from the local process over the edges
+// whose per-byte cost is at most limit, by fixed cost (ties: lower
+// bottleneck, then fewer hops). A path's per-byte cost is its largest
+// edge's: a gateway forwards fragment by fragment, so a message streams
+// at the pace of the slowest link. Costs are non-negative, so it is exact.
+func (g *graph) shortest(limit float64) *tree {
 	n := len(g.adj)
-	t := &tree{m: m, label: make([]label, n), pred: make([]int32, n), port: make([]int32, n), done: make([]bool, n)}
+	t := &tree{m: limit, label: make([]label, n), pred: make([]int32, n), port: make([]int32, n), done: make([]bool, n)}
 	reached := make([]bool, n)
 	for i := range t.pred {
 		t.pred[i], t.port[i] = -1, -1
@@ -88,7 +105,7 @@ func (g *graph) shortest(m float64) *tree {
 	if g.self < 0 {
 		return t
 	}
-	q := &queue{m: m}
+	q := &queue{m: 0}
 	reached[g.self] = true
 	heap.Push(q, qItem{g.self, label{}})
 	for q.Len() > 0 {
@@ -99,19 +116,19 @@ func (g *graph) shortest(m float64) *tree {
 		}
 		t.done[u] = true
 		for _, e := range g.adj[u] {
-			if t.done[e.to] {
+			if t.done[e.to] || e.perByte > limit {
 				continue
 			}
 			l := t.label[u]
 			l.fixed += e.fixed
-			l.perByte += e.perByte
+			l.perByte = max(l.perByte, e.perByte)
 			if g.isProc(u) && u != g.self {
 				l.fixed += g.forward // u forwards
 			}
 			if g.isProc(e.to) {
 				l.hops++
 			}
-			if !reached[e.to] || l.better(t.label[e.to], m) {
+			if !reached[e.to] || l.better(t.label[e.to], 0) {
 				reached[e.to] = true
 				t.label[e.to] = l
 				t.pred[e.to] = u

@@ -81,19 +81,18 @@ func Build(self uint32, members []directory.Member) *Table {
 func (m *Model) Build(self uint32, members []directory.Member) *Table {
 	g := newGraph(m, self, members)
 	t := &Table{self: self}
-	s := &searcher{g: g, trees: map[float64]*tree{}}
-	lo, hi := s.tree(0), s.tree(math.Inf(1))
+	s := newSearcher(g)
 	for d := range g.procs {
 		dst := int32(d)
 		if dst == g.self {
 			continue
 		}
-		if !lo.done[dst] {
+		if !s.reachable(dst) {
 			t.unreachable = append(t.unreachable, g.procs[d])
 			continue
 		}
 		first := int32(len(t.routes))
-		segs := s.envelope(dst, s.path(lo, dst), s.path(hi, dst), 0)
+		segs := s.envelope(dst)
 		for i, sg := range segs {
 			r := g.route(sg.p)
 			r.MinSize = sg.from

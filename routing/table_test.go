@@ -67,8 +67,8 @@ func TestOneGateway(t *testing.T) {
 	if want := 2*50*time.Microsecond + DefaultModel().Forward; r.Latency != want {
 		t.Errorf("latency %v, want %v", r.Latency, want)
 	}
-	if r.Bandwidth != 0.5e9 {
-		t.Errorf("bandwidth %v, want half a link's (store and forward)", r.Bandwidth)
+	if r.Bandwidth != 1e9 {
+		t.Errorf("bandwidth %v, want a link's (forwarding fragment by fragment)", r.Bandwidth)
 	}
 	// From the other side, and from the gateway itself.
 	back := mustRoute(t, Build(3, ms), 1, 1000)
