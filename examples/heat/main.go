@@ -95,6 +95,9 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 		return err
 	}
 	defer node.Close()
+	if err := node.Directory().Wait(ctx, p); err != nil {
+		return err
+	}
 	th := node.NewThread()
 	var rec perfmodel.Recorder
 	me := int(node.Proc())
@@ -118,6 +121,9 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 		// Stay until the master has every worker's samples: a process
 		// that leaves is removed from the others' membership.
 		_, err := th.Recv(ctx, pcor.Addr{Proc: 0}, tagBye)
+		if errors.Is(err, pcor.ErrPeerDown) {
+			return nil // the master has the samples and left
+		}
 		return err
 	}
 	all := Samples{P: p, Iters: iters, Regions: regions(&rec)}

@@ -67,6 +67,9 @@ func run(ctx context.Context, sizeList string, reps int, out, models string) err
 		return err
 	}
 	defer node.Close()
+	if err := node.Directory().Wait(ctx, size); err != nil {
+		return err
+	}
 	if node.Proc() != 0 {
 		return worker(ctx, node.NewThread())
 	}
@@ -83,6 +86,11 @@ func run(ctx context.Context, sizeList string, reps int, out, models string) err
 func worker(ctx context.Context, th *pcor.Thread) error {
 	for {
 		msg, err := th.Recv(ctx, pcor.Addr{Proc: 0, Thread: pcor.AnyThread}, TagSetup)
+		if errors.Is(err, pcor.ErrPeerDown) {
+			// The master left between phases: after its last word to
+			// this worker (n = 0), which the departure can overtake.
+			return nil
+		}
 		if err != nil {
 			return err
 		}
