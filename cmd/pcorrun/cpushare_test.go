@@ -3,44 +3,13 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
-	"time"
 
 	"github.com/pcor-go/pcor/internal/cpuquota"
 )
-
-// cgroupHelper makes the test binary, started by pcorrun, print the cpu
-// cgroup it runs in: ranks listed in the variable wait (5 s at most) to be
-// moved into a group first.
-const cgroupHelper = "PCORRUN_TEST_CGROUP"
-
-func init() {
-	want := os.Getenv(cgroupHelper)
-	if want == "" || os.Getenv("PCOR_RANK") == "" {
-		return
-	}
-	rank := os.Getenv("PCOR_RANK")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		b, _ := os.ReadFile("/proc/self/cgroup")
-		line := cpuLine(string(b))
-		if !strings.Contains(","+want+",", ","+rank+",") || strings.Contains(line, "-rank"+rank) || time.Now().After(deadline) {
-			fmt.Printf("cgroup %s\n", line)
-			os.Exit(0)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-func cpuLine(s string) string {
-	for _, l := range strings.Split(s, "\n") {
-		if f := strings.SplitN(l, ":", 3); len(f) == 3 && (strings.Contains(","+f[1]+",", ",cpu,") || f[1] == "") {
-			return f[2]
-		}
-	}
-	return ""
-}
 
 func TestParseCPUShares(t *testing.T) {
 	got, err := parseCPUShares("1=100, 2=50%,3=25")
@@ -57,33 +26,44 @@ func TestParseCPUShares(t *testing.T) {
 	}
 }
 
-// pcorrun --cpu-share puts each listed rank in its own cgroup, and removes
-// the groups when the run ends.
+// pcorrun --cpu-share puts each listed rank in its own cgroup with its
+// quota, and removes the groups when the run ends.
 func TestCPUShareFlag(t *testing.T) {
 	if err := cpuquota.Available(); err != nil {
 		t.Skipf("cannot set CPU quotas here: %v", err)
 	}
-	t.Setenv(cgroupHelper, "1,2")
-	code, out, errs := runHelper(t, "env", "-n", "3", "--cpu-share", "1=50,2=25")
-	if code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out, errs)
-	}
-	for rank, want := range []string{"", "-rank1", "-rank2"} {
-		line := ""
-		for _, l := range strings.Split(out, "\n") {
-			if strings.HasPrefix(l, fmt.Sprintf("[%d] cgroup ", rank)) {
-				line = l
-			}
+	cmd, sc := startPcorrun(t, "wait", "-n", "3", "--cpu-share", "1=50,2=25")
+	for ready := 0; ready < 3; {
+		if !sc.Scan() {
+			t.Fatalf("pcorrun ended before its processes were ready: %v", sc.Err())
 		}
-		if line == "" || (want == "") != !strings.Contains(line, "pcorrun-") || !strings.Contains(line, want) {
-			t.Errorf("rank %d: %q, want a group ending %q\n%s", rank, line, want, out)
+		if strings.HasSuffix(sc.Text(), "ready") {
+			ready++
 		}
 	}
-	if m, _ := os.ReadDir("/sys/fs/cgroup/cpu"); m != nil {
-		for _, e := range m {
-			if strings.HasPrefix(e.Name(), fmt.Sprintf("pcorrun-%d-", os.Getpid())) {
-				t.Errorf("group %s left behind", e.Name())
-			}
+	dir := "/sys/fs/cgroup/cpu"
+	if os.Getenv(cpuquota.EnvRoot) != "" {
+		dir = filepath.Join(os.Getenv(cpuquota.EnvRoot), "cpu")
+	}
+	group := func(rank int) string { return filepath.Join(dir, fmt.Sprintf("pcorrun-%d-rank%d", cmd.Process.Pid, rank)) }
+	for rank, quota := range map[int]string{1: "5000", 2: "2500"} {
+		procs, err := os.ReadFile(filepath.Join(group(rank), "cgroup.procs"))
+		if err != nil || len(strings.Fields(string(procs))) == 0 {
+			t.Errorf("rank %d: no process in its group: %q %v", rank, procs, err)
+		}
+		q, _ := os.ReadFile(filepath.Join(group(rank), "cpu.cfs_quota_us"))
+		if strings.TrimSpace(string(q)) != quota {
+			t.Errorf("rank %d: quota %q, want %s", rank, q, quota)
+		}
+	}
+	if _, err := os.Stat(group(0)); err == nil {
+		t.Error("rank 0 has a group without a share")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	cmd.Wait()
+	for _, rank := range []int{1, 2} {
+		if _, err := os.Stat(group(rank)); err == nil {
+			t.Errorf("group of rank %d left behind", rank)
 		}
 	}
 	if code, _, errs := runHelper(t, "env", "-n", "2", "--cpu-share", "5=50"); code == 0 || !strings.Contains(errs, "rank 5") {
