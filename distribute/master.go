@@ -32,6 +32,10 @@ type Plan struct {
 	VRP      []float64 // relative performance per worker (Static, VRPSS); nil: all equal
 	Chunk    int       // SS: units per range (default 1)
 	Phases   int       // VRPSS: phases the work is handed out in (default 4)
+	// Adapt makes VRPSS revise the VRP as it goes, from each worker's
+	// measured rate (units per second of round trip): the methodology's
+	// monitoring step, for machines whose speed differs from the models'.
+	Adapt bool
 
 	// Input returns the input of range r sent to the worker (nil: none).
 	Input func(r Range) []byte
@@ -126,14 +130,15 @@ func drive(ctx context.Context, th *pcor.Thread, i int, addr pcor.Addr, pl *pool
 			}
 			return nil
 		}
-		rep.Busy += time.Since(t0)
+		took := time.Since(t0)
+		rep.Busy += took
 		if plan.Collect != nil {
 			if err := plan.Collect(i, r, out); err != nil {
 				pl.fail(i, r)
 				return err
 			}
 		}
-		pl.complete(r)
+		pl.complete(i, r, took)
 		rep.Units += r.Len()
 		rep.Chunks++
 	}

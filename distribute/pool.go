@@ -2,7 +2,9 @@ package distribute
 
 import (
 	"math"
+	"slices"
 	"sync"
+	"time"
 )
 
 // pool is the master's record of the work: what is unassigned, what each
@@ -10,8 +12,10 @@ import (
 type pool struct {
 	strategy Strategy
 	chunk    int
-	phaseUL  float64   // VRP-SS units per VRP point per phase
+	phases   float64
+	adapt    bool
 	w        []float64 // VRP weights
+	rate     []float64 // VRP-SS with Adapt: measured units per second (0: none yet)
 
 	mu       sync.Mutex
 	cond     sync.Cond
@@ -26,21 +30,16 @@ type pool struct {
 }
 
 func newPool(p *Plan, workers int) *pool {
-	pl := &pool{strategy: p.Strategy, chunk: max(p.Chunk, 1), total: p.Total,
-		w: weights(p.VRP, workers), alive: make([]bool, workers)}
+	pl := &pool{strategy: p.Strategy, chunk: max(p.Chunk, 1), total: p.Total, adapt: p.Adapt,
+		w: weights(p.VRP, workers), rate: make([]float64, workers), alive: make([]bool, workers)}
 	pl.cond.L = &pl.mu
 	for i := range pl.alive {
 		pl.alive[i] = true
 	}
-	var sum float64
-	for _, x := range pl.w {
-		sum += x
+	pl.phases = float64(p.Phases)
+	if pl.phases <= 0 {
+		pl.phases = 4
 	}
-	phases := p.Phases
-	if phases <= 0 {
-		phases = 4
-	}
-	pl.phaseUL = float64(p.Total) / (float64(phases) * sum)
 	if p.Strategy == Static {
 		at := 0
 		for _, n := range Shares(p.Total, p.VRP, workers) {
@@ -59,14 +58,15 @@ func (pl *pool) size(i, left int) int {
 	case GSS:
 		return int(math.Ceil(float64(left) / float64(pl.liveLocked())))
 	case VRPSS:
-		var sum float64
+		var sum, live float64
 		for j, a := range pl.alive {
+			sum += pl.w[j]
 			if a {
-				sum += pl.w[j]
+				live += pl.w[j]
 			}
 		}
-		phase := math.Ceil(pl.phaseUL*pl.w[i] - 1e-9)
-		share := math.Ceil(float64(left)*pl.w[i]/sum - 1e-9)
+		phase := math.Ceil(float64(pl.total)*pl.w[i]/(pl.phases*sum) - 1e-9)
+		share := math.Ceil(float64(left)*pl.w[i]/live - 1e-9)
 		return max(int(min(phase, share)), 1)
 	default: // SS; Static hands out only orphans this way
 		return pl.chunk
@@ -135,11 +135,25 @@ func (pl *pool) anyReservedLocked() bool {
 	return false
 }
 
-// complete records r, held by a worker, as done.
-func (pl *pool) complete(r Range) {
+// complete records r, held by worker i for d, as done. With Adapt, the
+// worker's measured rate updates the VRP: once every worker has been
+// measured, its entry is its rate over the slowest's.
+func (pl *pool) complete(i int, r Range, d time.Duration) {
 	pl.mu.Lock()
 	pl.inflight -= r.Len()
 	pl.done += r.Len()
+	if pl.adapt && d > 0 && r.Len() > 0 {
+		rate := float64(r.Len()) / d.Seconds()
+		if pl.rate[i] > 0 {
+			rate = (pl.rate[i] + rate) / 2
+		}
+		pl.rate[i] = rate
+		if slow := slices.Min(pl.rate); slow > 0 {
+			for j, x := range pl.rate {
+				pl.w[j] = x / slow
+			}
+		}
+	}
 	pl.cond.Broadcast()
 	pl.mu.Unlock()
 }

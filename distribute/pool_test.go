@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 func TestShares(t *testing.T) {
@@ -36,6 +37,14 @@ func TestChunkSizes(t *testing.T) {
 	// Near the end, no more than its VRP share of what is left.
 	if n := pl.size(2, 14); n != 2 {
 		t.Errorf("VRP-SS late range %d, want 2", n)
+	}
+	// Adapting: measured rates replace a wrong VRP.
+	pl = newPool(&Plan{Strategy: VRPSS, Total: 1000, VRP: []float64{1, 1, 1}, Phases: 4, Adapt: true}, 3)
+	for i, ms := range []time.Duration{10, 20, 40} {
+		pl.complete(i, Range{0, 10}, ms*time.Millisecond)
+	}
+	if n := pl.size(0, 1000); n != 143 {
+		t.Errorf("adapted VRP-SS range %d, want 143 (VRP now [4 2 1])", n)
 	}
 	pl = newPool(&Plan{Strategy: GSS, Total: 100}, 3)
 	if n := pl.size(1, 100); n != 34 {
@@ -75,7 +84,7 @@ func TestPoolCoversOnce(t *testing.T) {
 					failAt[i] = rng.IntN(4)
 				}
 			}
-			pl := newPool(&Plan{Strategy: s, Total: total, VRP: vrp, Chunk: 1 + rng.IntN(4)}, workers)
+			pl := newPool(&Plan{Strategy: s, Total: total, VRP: vrp, Chunk: 1 + rng.IntN(4), Adapt: trial%2 == 0}, workers)
 			var mu sync.Mutex
 			seen := make([]int, total)
 			var wg sync.WaitGroup
@@ -97,7 +106,7 @@ func TestPoolCoversOnce(t *testing.T) {
 							seen[u]++
 						}
 						mu.Unlock()
-						pl.complete(r)
+						pl.complete(i, r, time.Millisecond)
 					}
 				}()
 			}

@@ -3,7 +3,8 @@
 // For each matrix size it calibrates every worker (timing ranges of rows
 // to fit T(rows) = a + b·rows per worker, whose ratios are the VRP), then
 // multiplies with each work-distribution strategy — SS, GSS, an even
-// static split, static VRP and VRP-SS — in rotating order over several
+// static split, static VRP and VRP-SS (revising the VRP from the rates it
+// observes, the methodology's monitoring step) — in rotating order over several
 // repetitions, checks every product, and writes a table of median times,
 // a plot like PEMPIs-Het's Figure 2, the fitted models of each strategy's
 // time in n, and the calibration models (JSON).

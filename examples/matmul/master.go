@@ -91,6 +91,7 @@ func (m *master) multiply(ctx context.Context, v variant, vrp []float64, n int, 
 	if v.useVRP {
 		plan.VRP = vrp
 	}
+	plan.Adapt = v.strategy == distribute.VRPSS
 	rep, err := distribute.Run(ctx, m.node, m.workers, plan)
 	if err != nil {
 		return 0, err
