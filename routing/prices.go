@@ -1,0 +1,184 @@
+package routing
+
+import (
+	"math"
+	"sync"
+	"time"
+
+	"github.com/pcor-go/pcor/perfmodel"
+)
+
+// Prices keeps the measured cost of the local process's links: it fits
+// T(m) = a + b·m per link to one-way message times (active probes over a
+// few sizes, and passive samples from real traffic), and hands Build the
+// fitted figures (Model.Links), or the figures configuration pinned. A
+// link's price changes only when its fit drifts: then Refit reports it
+// and the table should be rebuilt. The zero value is ready to use; it is
+// safe for concurrent use.
+type Prices struct {
+	// Drift is the relative change of a link's fitted time, at 0 bytes
+	// or at RefSize, that makes Refit change its price (default 0.25).
+	Drift float64
+	// RefSize is the message size at which a per-byte change is judged
+	// (default 64 KiB).
+	RefSize int
+	// Window is the number of samples kept per link, newest first
+	// (default 512).
+	Window int
+
+	mu     sync.Mutex
+	links  map[Link]*linkPrice
+	pinned map[Link]LinkCost
+}
+
+type linkPrice struct {
+	samples *perfmodel.Region
+	fit     *perfmodel.Model
+	priced  LinkCost
+	ok      bool
+}
+
+func (p *Prices) drift() float64 {
+	if p.Drift > 0 {
+		return p.Drift
+	}
+	return 0.25
+}
+
+func (p *Prices) refSize() float64 {
+	if p.RefSize > 0 {
+		return float64(p.RefSize)
+	}
+	return 64 << 10
+}
+
+func (p *Prices) linkLocked(l Link) *linkPrice {
+	if p.links == nil {
+		p.links = map[Link]*linkPrice{}
+	}
+	lp := p.links[l]
+	if lp == nil {
+		w := p.Window
+		if w <= 0 {
+			w = 512
+		}
+		rec := &perfmodel.Recorder{MaxSamples: w}
+		lp = &linkPrice{samples: rec.Region("link")}
+		p.links[l] = lp
+	}
+	return lp
+}
+
+// Observe records that a message of size bytes took oneWay on link l (a
+// round trip's half, or a passive measurement).
+func (p *Prices) Observe(l Link, size int, oneWay time.Duration) {
+	if size < 0 || oneWay <= 0 {
+		return
+	}
+	p.mu.Lock()
+	lp := p.linkLocked(l)
+	p.mu.Unlock()
+	lp.samples.Add(perfmodel.Sample{N: float64(size), T: oneWay.Seconds()})
+}
+
+// Pin fixes link l's price, whatever is measured; a zero LinkCost unpins.
+func (p *Prices) Pin(l Link, c LinkCost) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c == (LinkCost{}) {
+		delete(p.pinned, l)
+		return
+	}
+	if p.pinned == nil {
+		p.pinned = map[Link]LinkCost{}
+	}
+	p.pinned[l] = c
+}
+
+// Refit fits every link with samples of two sizes or more (anomalies
+// dropped by perfmodel's rule) and reprices the links whose fit moved by
+// more than Drift since they were priced, or that had no price. It
+// returns the links repriced.
+func (p *Prices) Refit() []Link {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var changed []Link
+	for l, lp := range p.links {
+		obs := perfmodel.Summarize(lp.samples.Samples(), perfmodel.Rule{})
+		if len(obs) < 2 {
+			continue
+		}
+		m, err := perfmodel.Fit(perfmodel.Linear(), obs, perfmodel.Relative)
+		if err != nil {
+			continue
+		}
+		lp.fit = m
+		c := costOf(m)
+		if lp.ok && !p.moved(lp.priced, c) {
+			continue
+		}
+		lp.priced, lp.ok = c, true
+		changed = append(changed, l)
+	}
+	return changed
+}
+
+// costOf turns a fit of seconds against bytes into a LinkCost; a fit
+// whose slope is not positive means a bandwidth too high to tell apart
+// (+Inf), whose intercept is not positive, no fixed cost measurable (1 ns).
+func costOf(m *perfmodel.Model) LinkCost {
+	a, b := m.Coef[0], m.Coef[1]
+	c := LinkCost{Latency: max(time.Duration(a*1e9), time.Nanosecond), Bandwidth: math.Inf(1)}
+	if b > 0 {
+		c.Bandwidth = 1 / b
+	}
+	return c
+}
+
+// moved reports whether the time of a message at 0 bytes or at RefSize
+// differs between old and new by more than Drift.
+func (p *Prices) moved(old, new LinkCost) bool {
+	t := func(c LinkCost, m float64) float64 {
+		v := float64(c.Latency)
+		if c.Bandwidth > 0 && !math.IsInf(c.Bandwidth, 1) {
+			v += m * 1e9 / c.Bandwidth
+		}
+		return v
+	}
+	for _, m := range []float64{0, p.refSize()} {
+		o, n := t(old, m), t(new, m)
+		if math.Abs(n-o) > p.drift()*o {
+			return true
+		}
+	}
+	return false
+}
+
+// Fit returns link l's current fit of one-way time (seconds) against
+// message size (bytes).
+func (p *Prices) Fit(l Link) (*perfmodel.Model, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lp := p.links[l]
+	if lp == nil || lp.fit == nil {
+		return nil, false
+	}
+	return lp.fit, true
+}
+
+// Links returns the prices for Model.Links: each priced link's fitted
+// figures, with pinned links' figures instead.
+func (p *Prices) Links() map[Link]LinkCost {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[Link]LinkCost, len(p.links)+len(p.pinned))
+	for l, lp := range p.links {
+		if lp.ok {
+			out[l] = lp.priced
+		}
+	}
+	for l, c := range p.pinned {
+		out[l] = c
+	}
+	return out
+}

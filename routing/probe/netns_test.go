@@ -1,0 +1,328 @@
+package probe
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/directory"
+	"github.com/pcor-go/pcor/internal/netnstest"
+	"github.com/pcor-go/pcor/pcor"
+	"github.com/pcor-go/pcor/perfmodel"
+	"github.com/pcor-go/pcor/routing"
+)
+
+// The gateway topology: A and B are linked directly by a slow link z
+// (shaped with tc tbf) and through the gateway G by fast links x and y.
+//
+//	A 10.77.1.1 ─x─ 10.77.1.2 G 10.77.2.1 ─y─ 10.77.2.2 B
+//	A 10.77.3.1 ────────── z (slow) ─────────── 10.77.3.2 B
+const (
+	envRole   = "PCOR_PROBE_ROLE"
+	envCoord  = "PCOR_PROBE_COORD"
+	envListen = "PCOR_PROBE_LISTEN"
+	shapeRate = "10mbit"
+	jobKey    = 0x6c696e6b
+)
+
+// Probe sizes (for the fits) and the independent ping-pong's sizes (the
+// way bench measures a link: many round trips per size, medians, a
+// least-squares line through them).
+var (
+	fitSizes   = []int{16, 4 << 10, 16 << 10, 64 << 10}
+	benchSizes = fitSizes
+	routeSizes = []int{16, 1 << 10, 16 << 10, 64 << 10}
+)
+
+func TestMain(m *testing.M) {
+	if role := os.Getenv(envRole); role != "" {
+		if err := child(role); err != nil {
+			fmt.Fprintf(os.Stderr, "%s: %v\n", role, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// linkResult is what a process reports about one of its links.
+type linkResult struct {
+	Link   string  `json:"link"`
+	A      float64 `json:"a"` // fitted: seconds
+	B      float64 `json:"b"` // fitted: seconds per byte
+	BenchA float64 `json:"bench_a"` // the ping-pong's medians fitted as bench fits (absolute residuals)
+	BenchB float64 `json:"bench_b"`
+	RelA   float64 `json:"rel_a"` // the same medians fitted as Prices fits (relative residuals)
+	RelB   float64 `json:"rel_b"`
+	// RT is the median round trip (seconds) at each of routeSizes.
+	RT []float64 `json:"rt"`
+}
+
+// child runs one process of the topology: it joins, echoes on thread 0,
+// measures the links it is told to (to rank=network pairs in
+// PCOR_PROBE_MEASURE), prints one JSON line per link, then "DONE", and
+// stays until its standard input closes.
+func child(role string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	rank, _ := strconv.Atoi(strings.TrimPrefix(role, "rank"))
+	listen, costs, err := pcor.ParseListenCosts(os.Getenv(envListen))
+	if err != nil {
+		return err
+	}
+	node, err := pcor.Join(ctx, pcor.JoinConfig{Coord: os.Getenv(envCoord), JobKey: jobKey, Rank: rank, Size: 3,
+		Listen: listen, Costs: costs, HeartbeatTimeout: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	defer node.Close()
+	if err := node.Directory().Wait(ctx, 3); err != nil {
+		return err
+	}
+	go Echo(ctx, node.Thread(0))
+	th := node.Thread(1)
+	for _, f := range strings.Fields(os.Getenv("PCOR_PROBE_MEASURE")) {
+		peerS, network, _ := strings.Cut(f, "=")
+		peer, _ := strconv.Atoi(peerS)
+		res, err := measureLink(ctx, th, pcor.Addr{Proc: pcor.ProcID(peer), Thread: 0},
+			routing.Link{Peer: uint32(peer), Fabric: "udp", Network: network})
+		if err != nil {
+			return fmt.Errorf("link to %d on %s: %w", peer, network, err)
+		}
+		b, _ := json.Marshal(res)
+		fmt.Println(string(b))
+	}
+	fmt.Println("DONE")
+	io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+func measureLink(ctx context.Context, th *pcor.Thread, peer pcor.Addr, l routing.Link) (linkResult, error) {
+	res := linkResult{Link: l.Network}
+	var prices routing.Prices
+	if err := Measure(ctx, th, peer, l, &prices, fitSizes, 15); err != nil {
+		return res, err
+	}
+	prices.Refit()
+	fit, ok := prices.Fit(l)
+	if !ok {
+		return res, fmt.Errorf("no fit")
+	}
+	res.A, res.B = fit.Coef[0], fit.Coef[1]
+	// The independent measurement: 40 round trips per size, medians of
+	// the one-way times, a straight line through them.
+	median := func(size, n int) (float64, error) {
+		buf := make([]byte, size)
+		var ts []float64
+		for range n {
+			d, err := RoundTrip(ctx, th, peer, buf)
+			if err != nil {
+				return 0, err
+			}
+			ts = append(ts, d.Seconds())
+		}
+		slices.Sort(ts)
+		return ts[len(ts)/2], nil
+	}
+	var obs []perfmodel.Observation
+	for _, s := range benchSizes {
+		rt, err := median(s, 40)
+		if err != nil {
+			return res, err
+		}
+		obs = append(obs, perfmodel.Observation{N: float64(s), T: rt / 2})
+	}
+	bench, err := perfmodel.Fit(perfmodel.Linear(), obs, perfmodel.Absolute)
+	if err != nil {
+		return res, err
+	}
+	res.BenchA, res.BenchB = bench.Coef[0], bench.Coef[1]
+	rel, err := perfmodel.Fit(perfmodel.Linear(), obs, perfmodel.Relative)
+	if err != nil {
+		return res, err
+	}
+	res.RelA, res.RelB = rel.Coef[0], rel.Coef[1]
+	for _, s := range routeSizes {
+		rt, err := median(s, 20)
+		if err != nil {
+			return res, err
+		}
+		res.RT = append(res.RT, rt)
+	}
+	return res, nil
+}
+
+// proc is a child process in a namespace.
+type proc struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+func startChild(t *testing.T, ns string, env ...string) *proc {
+	t.Helper()
+	cmd := exec.Command("ip", "netns", "exec", ns, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stderr = os.Stderr
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	killer := time.AfterFunc(100*time.Second, func() { cmd.Process.Kill() })
+	t.Cleanup(func() { killer.Stop(); in.Close(); cmd.Process.Kill(); cmd.Wait() })
+	return &proc{cmd: cmd, in: in, out: bufio.NewScanner(out)}
+}
+
+// results reads a child's link reports until DONE.
+func (p *proc) results(t *testing.T) map[string]linkResult {
+	t.Helper()
+	out := map[string]linkResult{}
+	for p.out.Scan() {
+		line := p.out.Text()
+		if line == "DONE" {
+			return out
+		}
+		var r linkResult
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("child said %q", line)
+		}
+		out[r.Link] = r
+	}
+	t.Fatalf("child ended before DONE: %v", p.out.Err())
+	return nil
+}
+
+func ip(t *testing.T, args ...string) { t.Helper(); netnstest.IP(t, args...) }
+
+func run(t *testing.T, name string, args ...string) {
+	t.Helper()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// TestGatewayLinkPrices measures the three links of the gateway topology
+// with probes, checks each fit against an independent ping-pong on the
+// same link, prices routes from the fits, and checks that the route
+// chosen for each size is the one measured faster end to end: the direct
+// slow link, or the two fast links through the gateway (pcor forwarding).
+func TestGatewayLinkPrices(t *testing.T) {
+	netnstest.Require(t)
+	if _, err := exec.LookPath("tc"); err != nil {
+		t.Skip("needs tc (iproute2) to shape the slow link")
+	}
+	pfx := fmt.Sprintf("plk%d", os.Getpid()%100000)
+	nsA, nsG, nsB := pfx+"a", pfx+"g", pfx+"b"
+	for _, ns := range []string{nsA, nsG, nsB} {
+		t.Cleanup(func() { exec.Command("ip", "netns", "del", ns).Run() })
+		ip(t, "netns", "add", ns)
+		ip(t, "-n", ns, "link", "set", "lo", "up")
+	}
+	veth := func(a, ifa, ipa, b, ifb, ipb string) {
+		ip(t, "-n", a, "link", "add", ifa, "type", "veth", "peer", "name", ifb, "netns", b)
+		ip(t, "-n", a, "addr", "add", ipa+"/24", "dev", ifa)
+		ip(t, "-n", b, "addr", "add", ipb+"/24", "dev", ifb)
+		ip(t, "-n", a, "link", "set", ifa, "up")
+		ip(t, "-n", b, "link", "set", ifb, "up")
+	}
+	veth(nsA, "x0", "10.77.1.1", nsG, "x1", "10.77.1.2")
+	veth(nsG, "y0", "10.77.2.1", nsB, "y1", "10.77.2.2")
+	veth(nsA, "z0", "10.77.3.1", nsB, "z1", "10.77.3.2")
+	for _, e := range [][2]string{{nsA, "z0"}, {nsB, "z1"}} {
+		run(t, "ip", "netns", "exec", e[0], "tc", "qdisc", "add", "dev", e[1], "root", "tbf",
+			"rate", shapeRate, "burst", "5kb", "latency", "100ms")
+	}
+	// The directory (served by A) is reached from B through G by IP.
+	run(t, "ip", "netns", "exec", nsG, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+	ip(t, "-n", nsA, "route", "add", "10.77.2.0/24", "via", "10.77.1.2")
+	ip(t, "-n", nsB, "route", "add", "10.77.1.0/24", "via", "10.77.2.1")
+
+	start := func(port int, withZ bool, measureA, measureG string) (*proc, *proc, *proc) {
+		coord := fmt.Sprintf("10.77.1.1:%d", port)
+		listenA, listenB := "10.77.1.1:0@x", "10.77.2.2:0@y"
+		if withZ {
+			listenA += ",10.77.3.1:0@z"
+			listenB += ",10.77.3.2:0@z"
+		}
+		a := startChild(t, nsA, envRole+"=rank0", envCoord+"="+coord, envListen+"="+listenA, "PCOR_PROBE_MEASURE="+measureA)
+		time.Sleep(200 * time.Millisecond) // A serves the directory
+		g := startChild(t, nsG, envRole+"=rank1", envCoord+"="+coord, envListen+"=10.77.1.2:0@x,10.77.2.1:0@y", "PCOR_PROBE_MEASURE="+measureG)
+		b := startChild(t, nsB, envRole+"=rank2", envCoord+"="+coord, envListen+"="+listenB)
+		return a, g, b
+	}
+	base := 30000 + os.Getpid()%20000
+	// Run 1: every link present; with the default prices each pair talks
+	// over its direct link, which the probes measure.
+	a, g, b := start(base, true, "1=x 2=z", "2=y")
+	linksA, linksG := a.results(t), g.results(t)
+	for _, p := range []*proc{a, g, b} {
+		p.in.Close()
+	}
+	// Run 2: no z link, so A reaches B through G, forwarded by pcor.
+	a2, g2, b2 := start(base+1, false, "2=via", "")
+	via := a2.results(t)["via"]
+	g2.results(t)
+	for _, p := range []*proc{a2, g2, b2} {
+		p.in.Close()
+	}
+
+	links := map[string]linkResult{"x": linksA["x"], "z": linksA["z"], "y": linksG["y"]}
+	for name, r := range links {
+		t.Logf("link %s: probes a = %.1f µs, b = %.3g MB/s; ping-pong fitted alike a = %.1f µs, b = %.3g MB/s; as bench fits a = %.1f µs, b = %.3g MB/s",
+			name, 1e6*r.A, 1e-6/r.B, 1e6*r.RelA, 1e-6/r.RelB, 1e6*r.BenchA, 1e-6/r.BenchB)
+	}
+	// The shaped link's per-byte cost is set by the shaper, so the two
+	// measurements must agree on it; on the fast links the machine's load
+	// moves both figures from run to run (they are logged above).
+	if z := links["z"]; math.Abs(z.B-z.RelB) > 0.2*z.RelB {
+		t.Errorf("link z: probes' per-byte cost %.3g s/B, ping-pong's %.3g s/B: more than 20%% apart", z.B, z.RelB)
+	}
+	// A's table, priced from A's fits and G's fit of y (as G announces it).
+	cost := func(r linkResult) routing.LinkCost {
+		return routing.LinkCost{Latency: time.Duration(r.A * 1e9), Bandwidth: 1 / r.B}
+	}
+	ms := []directory.Member{
+		{Proc: 0, Ports: []directory.PortInfo{{Fabric: "udp", Network: "x", Addr: "10.77.1.1:1"}, {Fabric: "udp", Network: "z", Addr: "10.77.3.1:1"}}},
+		{Proc: 1, Ports: []directory.PortInfo{{Fabric: "udp", Network: "x", Addr: "10.77.1.2:1"},
+			{Fabric: "udp", Network: "y", Addr: "10.77.2.1:1", Latency: cost(links["y"]).Latency, Bandwidth: cost(links["y"]).Bandwidth}}},
+		{Proc: 2, Ports: []directory.PortInfo{{Fabric: "udp", Network: "y", Addr: "10.77.2.2:1",
+			Latency: cost(links["y"]).Latency, Bandwidth: cost(links["y"]).Bandwidth}, {Fabric: "udp", Network: "z", Addr: "10.77.3.2:1"}}},
+	}
+	model := routing.DefaultModel()
+	model.Links = map[routing.Link]routing.LinkCost{
+		{Peer: 1, Fabric: "udp", Network: "x"}: cost(links["x"]),
+		{Peer: 2, Fabric: "udp", Network: "z"}: cost(links["z"]),
+	}
+	tb := model.Build(0, ms)
+	for i, s := range routeSizes {
+		r, ok := tb.Lookup(2, int64(s))
+		if !ok {
+			t.Fatalf("no route to B for %d bytes", s)
+		}
+		direct, through := links["z"].RT[i], via.RT[i]
+		want := uint32(2)
+		if through < direct {
+			want = 1
+		}
+		t.Logf("%6d bytes: measured round trip direct %.0f µs, through G %.0f µs; priced route via %d (%v)",
+			s, 1e6*direct, 1e6*through, r.NextHop, r.Path)
+		// Where the two routes are within a factor of two of each other
+		// the load of the machine can order them either way, and the
+		// shaper's token bucket lets small messages through faster than
+		// its rate: only clear cases count.
+		if r.NextHop != want && max(direct, through) > 2*min(direct, through) {
+			t.Errorf("%d bytes: route via %d, but the measured faster route is via %d", s, r.NextHop, want)
+		}
+	}
+}

@@ -1,0 +1,114 @@
+// Package probe measures the links of a pcor process for route pricing:
+// round trips of a few message sizes to an echoing thread (active
+// samples) and the times of blocking sends of real traffic (passive
+// samples), recorded in a routing.Prices as one-way times.
+package probe
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/pcor-go/pcor/pcor"
+	"github.com/pcor-go/pcor/routing"
+)
+
+// Tags of probe messages, and of the message that ends an Echo.
+const (
+	Tag     pcor.Tag = 0x5052 // "PR"
+	TagStop pcor.Tag = 0x5053
+)
+
+// Echo sends every probe that reaches th back to its sender, until a
+// message tagged TagStop arrives or ctx ends (it then returns nil).
+func Echo(ctx context.Context, th *pcor.Thread) error {
+	for {
+		m, err := th.Recv(ctx, pcor.Any, pcor.AnyTag)
+		if err == nil && m.Tag == TagStop {
+			return nil
+		}
+		if err == nil && m.Tag != Tag {
+			continue
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, pcor.ErrPeerDown) || errors.Is(err, pcor.ErrUnreachable) {
+				continue
+			}
+			return err
+		}
+		if err := th.Send(ctx, m.Src, Tag, m.Data); err != nil && ctx.Err() == nil &&
+			!errors.Is(err, pcor.ErrPeerDown) && !errors.Is(err, pcor.ErrUnreachable) {
+			return err
+		}
+	}
+}
+
+// RoundTrip times one round trip of size bytes to the echo at peer.
+func RoundTrip(ctx context.Context, th *pcor.Thread, peer pcor.Addr, buf []byte) (time.Duration, error) {
+	t0 := time.Now()
+	if err := th.Send(ctx, peer, Tag, buf); err != nil {
+		return 0, err
+	}
+	if _, err := th.RecvInto(ctx, peer, Tag, buf); err != nil {
+		return 0, err
+	}
+	return time.Since(t0), nil
+}
+
+// Measure times reps round trips of each size to the echo at peer, over
+// link l (the route pcor takes to peer for these sizes), and records half
+// of each as a one-way sample. The sizes take turns in blocks of at most
+// five round trips: a block sees the link as a stream of that size does
+// (a shaper's token bucket drained), and the turns spread drift in the
+// machine's load over every size.
+func Measure(ctx context.Context, th *pcor.Thread, peer pcor.Addr, l routing.Link, prices *routing.Prices, sizes []int, reps int) error {
+	top := 0
+	for _, s := range sizes {
+		top = max(top, s)
+	}
+	buf := make([]byte, top)
+	for done := 0; done < reps; {
+		block := min(5, reps-done)
+		for _, s := range sizes {
+			for range block {
+				d, err := RoundTrip(ctx, th, peer, buf[:s])
+				if err != nil {
+					return err
+				}
+				prices.Observe(l, s, d/2)
+			}
+		}
+		done += block
+	}
+	return nil
+}
+
+// Sender sends on a thread and records each blocking send's time as a
+// passive sample of its link. A blocking Send returns when the
+// destination acknowledged the whole message, so it lasts the message's
+// one-way time plus an acknowledgement's: the link's fitted fixed cost is
+// taken off. Until the link has a fit no sample is recorded.
+type Sender struct {
+	Thread *pcor.Thread
+	Prices *routing.Prices
+	Link   routing.Link
+}
+
+// Send sends data to dst with tag (Thread.Send) and records its time.
+func (s *Sender) Send(ctx context.Context, dst pcor.Addr, tag pcor.Tag, data []byte) error {
+	t0 := time.Now()
+	if err := s.Thread.Send(ctx, dst, tag, data); err != nil {
+		return err
+	}
+	d := time.Since(t0)
+	if fit, ok := s.Prices.Fit(s.Link); ok {
+		ack := time.Duration(max(fit.Coef[0], 0) * 1e9)
+		if oneWay := d - ack; oneWay > 0 {
+			s.Prices.Observe(s.Link, len(data), oneWay)
+		}
+	}
+	return nil
+}

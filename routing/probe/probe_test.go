@@ -1,0 +1,82 @@
+package probe
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/pcor"
+	"github.com/pcor-go/pcor/routing"
+)
+
+func pair(t *testing.T) (*pcor.Node, *pcor.Node) {
+	t.Helper()
+	a, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: 0x70726f6265, Listen: []pcor.Listen{{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: 0x70726f6265, Listen: []pcor.Listen{{}},
+		Peers: []pcor.Peer{{Proc: 0, Addr: a.Endpoints()[0].Addr}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddPeer(pcor.Peer{Proc: 1, Addr: b.Endpoints()[0].Addr}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return a, b
+}
+
+func TestMeasureAndPassive(t *testing.T) {
+	a, b := pair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	echo := b.NewThread()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := Echo(ctx, echo); err != nil {
+			t.Error(err)
+		}
+	}()
+	th := a.NewThread()
+	var prices routing.Prices
+	l := routing.Link{Peer: 1, Fabric: "udp", Network: "lo"}
+	if err := Measure(ctx, th, echo.Addr(), l, &prices, []int{0, 4096, 32 << 10, 128 << 10}, 8); err != nil {
+		t.Fatal(err)
+	}
+	if got := prices.Refit(); len(got) != 1 || got[0] != l {
+		t.Fatalf("repriced %v", got)
+	}
+	fit, ok := prices.Fit(l)
+	if !ok || fit.Points != 4 || !(fit.Coef[1] > 0) {
+		t.Fatalf("fit %v", fit)
+	}
+	c := prices.Links()[l]
+	if c.Latency <= 0 || c.Latency > 50*time.Millisecond || c.Bandwidth < 1e6 {
+		t.Fatalf("loopback priced %+v", c)
+	}
+	// Passive samples from blocking sends join the link's samples.
+	sink := b.NewThread()
+	s := Sender{Thread: th, Prices: &prices, Link: l}
+	go func() {
+		for range 5 {
+			sink.Recv(ctx, pcor.Any, 7)
+		}
+	}()
+	for range 5 {
+		if err := s.Send(ctx, sink.Addr(), 7, make([]byte, 64<<10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prices.Refit()
+	if fit2, _ := prices.Fit(l); fit2.Points != 5 {
+		t.Fatalf("passive 64 KiB samples not recorded: %d sizes", fit2.Points)
+	}
+	if err := th.Send(ctx, echo.Addr(), TagStop, nil); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+}
