@@ -128,7 +128,7 @@ func drive(ctx context.Context, th *pcor.Thread, i int, addr pcor.Addr, pl *pool
 			if ctx.Err() == nil {
 				rep.Lost = fmt.Errorf("worker %d (%v): %w", i, addr, err)
 			}
-			return nil
+			break // a worker given up for being late is still told to stop
 		}
 		took := time.Since(t0)
 		rep.Busy += took
