@@ -45,7 +45,9 @@ func TestCPUShareFlag(t *testing.T) {
 	if os.Getenv(cpuquota.EnvRoot) != "" {
 		dir = filepath.Join(os.Getenv(cpuquota.EnvRoot), "cpu")
 	}
-	group := func(rank int) string { return filepath.Join(dir, fmt.Sprintf("pcorrun-%d-rank%d", cmd.Process.Pid, rank)) }
+	group := func(rank int) string {
+		return filepath.Join(dir, fmt.Sprintf("pcorrun-%d-rank%d", cmd.Process.Pid, rank))
+	}
 	for rank, quota := range map[int]string{1: "5000", 2: "2500"} {
 		procs, err := os.ReadFile(filepath.Join(group(rank), "cgroup.procs"))
 		if err != nil || len(strings.Fields(string(procs))) == 0 {

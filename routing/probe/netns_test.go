@@ -35,13 +35,15 @@ const (
 	jobKey    = 0x6c696e6b
 )
 
-// Probe sizes (for the fits) and the independent ping-pong's sizes (the
-// way bench measures a link: many round trips per size, medians, a
-// least-squares line through them).
+// Probe sizes (for the fits), the independent ping-pong's sizes (the way
+// bench measures a link: many round trips per size, medians, a
+// least-squares line through them), and the sizes whose route is checked:
+// below a few KiB the shaper's token bucket lets messages through faster
+// than its rate, which a line a + b·m does not describe.
 var (
 	fitSizes   = []int{16, 4 << 10, 16 << 10, 64 << 10}
 	benchSizes = fitSizes
-	routeSizes = []int{16, 1 << 10, 16 << 10, 64 << 10}
+	routeSizes = []int{16, 16 << 10, 64 << 10}
 )
 
 func TestMain(m *testing.M) {
@@ -58,8 +60,8 @@ func TestMain(m *testing.M) {
 // linkResult is what a process reports about one of its links.
 type linkResult struct {
 	Link   string  `json:"link"`
-	A      float64 `json:"a"` // fitted: seconds
-	B      float64 `json:"b"` // fitted: seconds per byte
+	A      float64 `json:"a"`       // fitted: seconds
+	B      float64 `json:"b"`       // fitted: seconds per byte
 	BenchA float64 `json:"bench_a"` // the ping-pong's medians fitted as bench fits (absolute residuals)
 	BenchB float64 `json:"bench_b"`
 	RelA   float64 `json:"rel_a"` // the same medians fitted as Prices fits (relative residuals)
