@@ -57,7 +57,9 @@ type Peer struct {
 // Config configures a Node. The zero value, with a JobKey, is a node with
 // one UDP port on loopback.
 type Config struct {
-	Proc   ProcID
+	Proc ProcID
+	// JobKey is the application's key: the same non-zero value in every
+	// process of one run (NewNode refuses 0 with ErrNoJobKey).
 	JobKey uint64
 	Listen []Listen
 	Peers  []Peer

@@ -1,6 +1,10 @@
 package pcor
 
-import "github.com/pcor-go/pcor/internal/engine"
+import (
+	"errors"
+
+	"github.com/pcor-go/pcor/internal/engine"
+)
 
 // Errors, testable with errors.Is.
 var (
@@ -18,6 +22,10 @@ var (
 	ErrCanceled = engine.ErrCanceled
 	// ErrTruncated: the message was longer than the buffer given to Irecv.
 	ErrTruncated = engine.ErrTruncated
+	// ErrNoJobKey: a node needs the application's job key, the same
+	// non-zero value in every process: datagrams of other applications
+	// (or other runs) carry other keys and are dropped.
+	ErrNoJobKey = errors.New("pcor: Config.JobKey is 0: give every process of the application the same non-zero key (pcorrun passes a random one in PCOR_JOBKEY, which FromEnv reads)")
 )
 
 // UnreachableError carries the process that could not be reached.

@@ -116,6 +116,9 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	if cfg.Coord == "" {
 		return nil, directory.ErrNoCoord
 	}
+	if cfg.JobKey == 0 {
+		return nil, ErrNoJobKey
+	}
 	ls := cfg.Listen
 	if len(ls) == 0 {
 		ip, err := addrToward(cfg.Coord)

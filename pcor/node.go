@@ -23,6 +23,9 @@ type Node struct {
 // NewNode opens the configured ports, starts their dispatchers and adds the
 // configured peers.
 func NewNode(cfg Config) (*Node, error) {
+	if cfg.JobKey == 0 {
+		return nil, ErrNoJobKey
+	}
 	eng, err := engine.New(engine.Config{
 		Proc:               cfg.Proc,
 		JobKey:             cfg.JobKey,

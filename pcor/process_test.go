@@ -44,6 +44,8 @@ func runRole(role string) int {
 		return idlePeer()
 	case "bigsink":
 		return bigSinkPeer()
+	case "member":
+		return memberPeer()
 	}
 	fmt.Fprintln(os.Stderr, "unknown role", role)
 	return 2

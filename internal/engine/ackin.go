@@ -188,3 +188,38 @@ func (p *peer) onBusy(seq uint64) {
 	p.armTimerLocked(t.busyUntil, now)
 	p.mu.Unlock()
 }
+
+// onRefuse handles the peer's refusal of message msgID, fragment seq: the
+// message is larger than the peer accepts (limit). The send fails with a
+// TooLargeError, and its fragments in flight go again as aborts, so that
+// the peer's stream passes over the message.
+func (p *peer) onRefuse(seq, msgID uint64, limit int64) {
+	p.mu.Lock()
+	t := &p.tx
+	en := t.find(seq)
+	if en == nil || en.kind != wire.Data || en.msgID != msgID || en.req == nil {
+		p.mu.Unlock()
+		return
+	}
+	r := en.req
+	if r.canceled || r.state.Load() != statePending {
+		p.mu.Unlock()
+		return
+	}
+	r.canceled = true
+	if r.nextFrag < r.nfrag {
+		t.queue.remove(r)
+	}
+	for i := 0; i < t.rlen; i++ {
+		if en := t.at(i); en.req == r && en.kind == wire.Data {
+			en.kind = wire.Abort
+			if !en.sacked && !en.need {
+				en.need = true
+				t.nNeed++
+			}
+		}
+	}
+	p.mu.Unlock()
+	r.complete(&TooLargeError{Proc: p.proc, Size: int64(len(r.data)), Limit: limit})
+	p.pump()
+}

@@ -24,6 +24,7 @@ type dispatcher struct {
 	fwdPorts  []*dispatcher
 	delivered []*mcb
 	busy      []busyReply
+	refuse    []busyReply // fragments of messages larger than MaxMessage
 	ackBody   wire.AckBody
 }
 
@@ -141,6 +142,8 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 	case wire.Busy:
 		d.c.busyRecv.Add(1)
 		p.onBusy(h.Seq)
+	case wire.Refuse:
+		p.onRefuse(h.Seq, h.MsgID, int64(h.Total))
 	case wire.Hello:
 		p.owesAck()
 		d.touch(p)
@@ -163,21 +166,18 @@ func (d *dispatcher) flush() {
 	if len(d.fwd) > 0 {
 		d.flushForward()
 	}
-	for _, br := range d.busy {
-		rt := br.p.ctrl()
-		if rt == nil {
-			continue
+	for i, br := range d.refuse {
+		if i > 0 && d.refuse[i-1].p == br.p && d.refuse[i-1].h.MsgID == br.h.MsgID {
+			continue // one refusal per message and batch is enough
 		}
-		h := wire.Header{Kind: wire.Busy, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(br.p.proc),
-			SrcThread: br.h.DstThread, DstThread: br.h.SrcThread, MsgID: br.h.MsgID, Seq: br.h.Seq, Hops: wire.DefaultHops,
-			SrcInc: e.inc, DstInc: br.p.inc.Load()}
-		b := e.getBatch()
-		head := b.heads[0][:]
-		h.Encode(head, nil)
-		b.dgs = append(b.dgs, fabric.Datagram{Head: head, To: rt.ep})
-		e.transmit(rt.disp, b.dgs)
-		e.putBatch(b)
-		d.c.busySent.Add(1)
+		d.reply(br, wire.Refuse)
+	}
+	clear(d.refuse)
+	d.refuse = d.refuse[:0]
+	for _, br := range d.busy {
+		if d.reply(br, wire.Busy) {
+			d.c.busySent.Add(1)
+		}
 	}
 	clear(d.busy)
 	d.busy = d.busy[:0]
@@ -237,4 +237,28 @@ func (d *dispatcher) wakeAll() {
 		d.wake[i] = match{}
 	}
 	d.wake = d.wake[:0]
+}
+
+// reply answers the fragment br.h from br.p with a control datagram of
+// kind k (Busy or Refuse) naming it; a refusal carries MaxMessage in
+// Total. It reports whether the reply left.
+func (d *dispatcher) reply(br busyReply, k wire.Kind) bool {
+	e := d.e
+	rt := br.p.ctrl()
+	if rt == nil {
+		return false
+	}
+	h := wire.Header{Kind: k, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(br.p.proc),
+		SrcThread: br.h.DstThread, DstThread: br.h.SrcThread, MsgID: br.h.MsgID, Seq: br.h.Seq, Hops: wire.DefaultHops,
+		SrcInc: e.inc, DstInc: br.p.inc.Load()}
+	if k == wire.Refuse {
+		h.Total = uint64(e.cfg.MaxMessage)
+	}
+	b := e.getBatch()
+	head := b.heads[0][:]
+	h.Encode(head, nil)
+	b.dgs = append(b.dgs, fabric.Datagram{Head: head, To: rt.ep})
+	e.transmit(rt.disp, b.dgs)
+	e.putBatch(b)
+	return true
 }

@@ -32,6 +32,22 @@ func (e *UnreachableError) Error() string {
 // Is makes errors.Is(err, ErrUnreachable) true.
 func (e *UnreachableError) Is(target error) bool { return target == ErrUnreachable }
 
+// TooLargeError reports a message larger than a process accepts: this
+// one (Proc is then this process) or its destination, which refused it. It
+// matches ErrTooLarge.
+type TooLargeError struct {
+	Proc  ProcID
+	Size  int64 // the message's length
+	Limit int64 // the largest message Proc accepts
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("pcor: message of %d bytes larger than process %d accepts (MaxMessage %d)", e.Size, e.Proc, e.Limit)
+}
+
+// Is makes errors.Is(err, ErrTooLarge) true.
+func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
+
 // PeerDownError reports a process announced gone. It matches ErrPeerDown.
 type PeerDownError struct {
 	Proc   ProcID

@@ -186,6 +186,13 @@ func (e *Engine) failPostedFrom(proc ProcID, err error) {
 				e.table.unpost(s, r)
 			}
 		}
+		// Probes waiting on proc look again.
+		for _, ts := range s.threads {
+			select {
+			case ts.notify <- struct{}{}:
+			default:
+			}
+		}
 		s.mu.Unlock()
 	}
 	for _, r := range victims {

@@ -103,7 +103,10 @@ func (d *dispatcher) fragmentLocked(p *peer, h *wire.Header, body []byte) {
 func (d *dispatcher) startMessageLocked(p *peer, h *wire.Header) *mcb {
 	e := d.e
 	if int64(h.Total) > e.cfg.MaxMessage {
+		// Refused, not marked as arrived: the sender fails the message
+		// and sends this sequence number again as an abort.
 		d.c.drops[DropTooLarge].Add(1)
+		d.refuse = append(d.refuse, busyReply{p, *h})
 		return nil
 	}
 	nfrag := wire.FragCount(h.Total, h.FragSize)

@@ -22,7 +22,7 @@ func (e *Engine) isend(r *Request) {
 		return
 	}
 	if int64(len(r.data)) > e.cfg.MaxMessage {
-		r.complete(ErrTooLarge)
+		r.complete(&TooLargeError{Proc: e.cfg.Proc, Size: int64(len(r.data)), Limit: e.cfg.MaxMessage})
 		return
 	}
 	if r.dstProc == e.cfg.Proc {
@@ -31,6 +31,10 @@ func (e *Engine) isend(r *Request) {
 	}
 	p := e.peer(r.dstProc)
 	if p == nil {
+		if err := e.downErr(r.dstProc); err != nil {
+			r.complete(err)
+			return
+		}
 		r.complete(&UnreachableError{Proc: r.dstProc, Reason: "no route"})
 		return
 	}

@@ -5,7 +5,7 @@
 //
 //	 0 magic     u16  0x7043 ("Cp")
 //	 2 version   u8
-//	 3 kind      u8   Data, Ack, Busy, Abort, Hello
+//	 3 kind      u8   Data, Ack, Busy, Abort, Hello, Refuse
 //	 4 flags     u8
 //	 5 hops      u8   forwarding hops left
 //	 6 reserved  u16  zero
@@ -86,7 +86,12 @@ const (
 	Abort Kind = 4
 	// Hello probes a peer; it is answered with an Ack.
 	Hello Kind = 5
-	kindEnd
+	// Refuse tells the sender that the destination will never accept
+	// message MsgID: Seq names the refused fragment, Total carries the
+	// destination's largest message. The sender fails the message and
+	// sends its fragments again as aborts.
+	Refuse  Kind = 6
+	kindEnd Kind = 7
 )
 
 func (k Kind) String() string {
@@ -101,6 +106,8 @@ func (k Kind) String() string {
 		return "abort"
 	case Hello:
 		return "hello"
+	case Refuse:
+		return "refuse"
 	}
 	return "unknown"
 }
