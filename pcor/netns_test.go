@@ -214,6 +214,9 @@ func sourcePeer() int {
 	el := time.Since(start)
 	st := n.Stats()[0]
 	fmt.Printf("TIME %d %d %d\n", el.Nanoseconds(), st.Retransmits, st.FragsSent)
+	if os.Getenv("PCOR_TEST_VERBOSE") != "" {
+		fmt.Fprintf(os.Stderr, "source: %d timeouts, %d fast retransmits, %d acks received, %d busy\n", st.Timeouts, st.FastRetrans, st.AcksRecv, st.BusyRecv)
+	}
 	th.Send(ctx, dst, 0, nil)
 	return 0
 }

@@ -55,9 +55,9 @@ func (p *peer) applyAckLocked(a *wire.AckBody, now int64, b *batch) (fastRetrans
 	n, highest := p.ackSelectiveLocked(a, b)
 	newly += n
 	if a.NSack > 0 {
-		if first, lost := t.markLost(highest, now); lost {
+		if first, lost := t.markLost(highest, now); lost > 0 {
 			fastRetrans = true
-			t.onLoss(first, false)
+			t.onFastLoss(first, lost)
 		}
 	}
 	if newly > 0 {
@@ -123,8 +123,9 @@ func (p *peer) ackSelectiveLocked(a *wire.AckBody, b *batch) (newly int, highest
 
 // markLost marks for retransmission the fragments that the selective
 // acknowledgements passed by dupAckThreshold or more and that were sent at
-// least a smoothed round trip ago. It returns the first of them.
-func (t *txStream) markLost(highest uint64, now int64) (first uint64, lost bool) {
+// least a smoothed round trip ago. It returns the first of them and how
+// many there are.
+func (t *txStream) markLost(highest uint64, now int64) (first uint64, lost int) {
 	for i := 0; i < t.rlen; i++ {
 		en := t.at(i)
 		if en.seq+dupAckThreshold >= highest {
@@ -136,10 +137,10 @@ func (t *txStream) markLost(highest uint64, now int64) (first uint64, lost bool)
 		if now-en.sentAt < int64(t.srtt) {
 			continue
 		}
-		if !lost {
+		if lost == 0 {
 			first = en.seq
 		}
-		lost = true
+		lost++
 		en.need = true
 		t.nNeed++
 	}
