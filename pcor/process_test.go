@@ -46,6 +46,8 @@ func runRole(role string) int {
 		return bigSinkPeer()
 	case "member":
 		return memberPeer()
+	case "halfsender":
+		return halfSenderPeer()
 	}
 	fmt.Fprintln(os.Stderr, "unknown role", role)
 	return 2

@@ -200,7 +200,10 @@ func (e *Engine) RemovePeer(proc ProcID, err error) {
 	if p != nil {
 		p.fail(err)
 		p.rxmu.Lock()
-		e.dropOwnedLocked(p, err)
+		e.dropPartialLocked(p, err)
+		if p.watch != nil {
+			p.watch.Stop()
+		}
 		p.rxmu.Unlock()
 	}
 	e.failPostedFrom(proc, err)
@@ -294,6 +297,9 @@ func (e *Engine) Close() error {
 			}
 			if p.ackTimer != nil {
 				p.ackTimer.Stop()
+			}
+			if p.watch != nil {
+				p.watch.Stop()
 			}
 			p.rxmu.Unlock()
 			if pending {

@@ -80,6 +80,11 @@ type peer struct {
 	rx       rxStream
 	ackTimer *time.Timer // sends a delayed acknowledgement; guarded by rxmu
 	ackArmed bool
+	// watch fires while messages from the peer are half received, to give
+	// them up once the peer has been silent for the unreachable timeout.
+	// Guarded by rxmu.
+	watch      *time.Timer
+	watchArmed bool
 }
 
 func newPeer(e *Engine, proc ProcID) *peer {
@@ -133,8 +138,53 @@ func (p *peer) checkInc(inc uint32) bool {
 	}
 	p.rx.init(p.e.cfg.Window)
 	p.rx.cum, p.rx.maxSeen, p.rx.nextMsg = 0, 0, 0
+	p.rx.silent = false
 	p.rxmu.Unlock()
 	return true
+}
+
+// armWatchLocked makes sure the peer's half-received messages are looked at
+// once it may have been silent for the unreachable timeout. p.rxmu is
+// held.
+func (p *peer) armWatchLocked(d time.Duration) {
+	if p.watchArmed {
+		return
+	}
+	p.watchArmed = true
+	if p.watch == nil {
+		p.watch = time.AfterFunc(d, p.onWatch)
+		return
+	}
+	p.watch.Reset(d)
+}
+
+// onWatch gives up the messages half received from a peer silent for the
+// unreachable timeout: receives waiting on them fail with an
+// UnreachableError, their memory is freed, and the peer is failed both
+// ways, as a sender with data outstanding fails it.
+func (p *peer) onWatch() {
+	e := p.e
+	if e.closed.Load() {
+		return
+	}
+	p.rxmu.Lock()
+	p.watchArmed = false
+	if !p.rx.partial() {
+		p.rxmu.Unlock()
+		return
+	}
+	silence := time.Duration(nanotime() - p.lastHeard.Load())
+	if silence < e.cfg.UnreachableTimeout {
+		p.armWatchLocked(e.cfg.UnreachableTimeout - silence + time.Millisecond)
+		p.rxmu.Unlock()
+		return
+	}
+	err := &UnreachableError{Proc: p.proc, Reason: "silent for " + silence.Round(time.Millisecond).String() + " in the middle of a message"}
+	e.dropPartialLocked(p, err)
+	p.rx.silent = true
+	p.rxmu.Unlock()
+	p.fail(err)
+	e.failPostedNamed(p.proc, err)
 }
 
 // ctrl is the route for acknowledgements and other control datagrams: the

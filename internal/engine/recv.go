@@ -155,7 +155,8 @@ func (e *Engine) disownRequest(r *Request) bool {
 	}
 }
 
-// failPostedFrom fails the posted receives naming process proc.
+// failPostedFrom fails the posted receives naming process proc, and
+// records proc as down: later receives and sends naming it fail at once.
 func (e *Engine) failPostedFrom(proc ProcID, err error) {
 	e.peersMu.Lock()
 	if e.down == nil {
@@ -163,6 +164,28 @@ func (e *Engine) failPostedFrom(proc ProcID, err error) {
 	}
 	e.down[proc] = err
 	e.peersMu.Unlock()
+	e.failPostedNamed(proc, err)
+}
+
+// dropPartialLocked ends every message half received from p, or held for an
+// earlier one: receives that own one fail with err, and the memory and
+// budget they held are freed. p.rxmu is held.
+func (e *Engine) dropPartialLocked(p *peer, err error) {
+	e.dropOwnedLocked(p, err)
+	for id, m := range p.rx.inprog {
+		delete(p.rx.inprog, id)
+		e.freeMCB(m)
+	}
+	for id, m := range p.rx.held {
+		if m != nil {
+			delete(p.rx.held, id)
+			e.freeMCB(m)
+		}
+	}
+}
+
+// failPostedNamed fails the posted receives naming process proc.
+func (e *Engine) failPostedNamed(proc ProcID, err error) {
 	var victims []*Request
 	for i := range e.table.stripes {
 		s := &e.table.stripes[i]

@@ -21,6 +21,10 @@ func (d *dispatcher) onData(p *peer, h *wire.Header, body []byte) {
 // is dropped. p.rxmu is held.
 func (d *dispatcher) acceptLocked(p *peer, h *wire.Header, body []byte) {
 	rx := &p.rx
+	if rx.silent {
+		d.c.drops[DropStale].Add(1)
+		return
+	}
 	rx.arrivedLocked(h, d.e.cfg.AckEvery)
 	switch {
 	case rx.has(h.Seq):
@@ -134,6 +138,7 @@ func (d *dispatcher) startMessageLocked(p *peer, h *wire.Header) *mcb {
 	m.msgID = h.MsgID
 	m.start(h.Total, h.FragSize, uint32(nfrag), &e.bufs)
 	p.rx.inprog[h.MsgID] = m
+	p.armWatchLocked(e.cfg.UnreachableTimeout)
 	return m
 }
 

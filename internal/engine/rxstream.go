@@ -18,6 +18,10 @@ type rxStream struct {
 	nextMsg uint64
 	held    map[uint64]*mcb // completed early; nil value: aborted
 
+	// silent: the peer was given up for silence in the middle of a
+	// message; its datagrams are dropped until it restarts.
+	silent bool
+
 	ackPending bool
 	unacked    int  // fragments arrived since the last acknowledgement
 	ackNow     bool // acknowledge at the end of this batch
@@ -94,6 +98,20 @@ func (rx *rxStream) complete(msgID uint64, m *mcb, out []*mcb) []*mcb {
 		}
 		rx.nextMsg++
 	}
+}
+
+// partial reports whether a message is half received or held for an
+// earlier one.
+func (rx *rxStream) partial() bool {
+	if len(rx.inprog) > 0 {
+		return true
+	}
+	for _, m := range rx.held {
+		if m != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // finished reports whether message msgID was already accepted or aborted.
