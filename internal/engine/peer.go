@@ -85,6 +85,9 @@ type peer struct {
 	// Guarded by rxmu.
 	watch      *time.Timer
 	watchArmed bool
+	// silent is the error the peer was given up with for silence in the
+	// middle of a message, until it restarts; receives naming it fail.
+	silent atomic.Pointer[UnreachableError]
 }
 
 func newPeer(e *Engine, proc ProcID) *peer {
@@ -139,6 +142,7 @@ func (p *peer) checkInc(inc uint32) bool {
 	p.rx.init(p.e.cfg.Window)
 	p.rx.cum, p.rx.maxSeen, p.rx.nextMsg = 0, 0, 0
 	p.rx.silent = false
+	p.silent.Store(nil)
 	p.rxmu.Unlock()
 	return true
 }
@@ -182,6 +186,7 @@ func (p *peer) onWatch() {
 	err := &UnreachableError{Proc: p.proc, Reason: "silent for " + silence.Round(time.Millisecond).String() + " in the middle of a message"}
 	e.dropPartialLocked(p, err)
 	p.rx.silent = true
+	p.silent.Store(err)
 	p.rxmu.Unlock()
 	p.fail(err)
 	e.failPostedNamed(p.proc, err)

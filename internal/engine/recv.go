@@ -12,9 +12,16 @@ func (e *Engine) irecv(r *Request) {
 	}
 	m := e.table.post(s, r)
 	// A message that arrived before its sender went down is still
-	// received; only a receive nothing can satisfy any more fails.
-	if m == nil && r.srcProc != AnyProc && r.srcProc != e.cfg.Proc && e.peer(r.srcProc) == nil {
-		if err := e.downErr(r.srcProc); err != nil {
+	// received; only a receive nothing can satisfy any more fails: from a
+	// process removed, or given up for silence in the middle of a message.
+	if m == nil && r.srcProc != AnyProc && r.srcProc != e.cfg.Proc {
+		var err error
+		if p := e.peer(r.srcProc); p == nil {
+			err = e.downErr(r.srcProc)
+		} else if u := p.silent.Load(); u != nil {
+			err = u
+		}
+		if err != nil {
 			e.table.unpost(s, r)
 			s.mu.Unlock()
 			r.complete(err)
