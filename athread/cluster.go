@@ -174,6 +174,9 @@ func (c *cluster) start() {
 }
 
 func (c *cluster) close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	c.node.Thread(c.svc).Send(ctx, pcor.Addr{Proc: c.rt.proc, Thread: c.svc}, tagStop, nil)
+	cancel()
 	c.cancel()
 	c.wg.Wait()
 	c.mu.Lock()
@@ -505,15 +508,18 @@ func (c *cluster) receiver() {
 	defer c.wg.Done()
 	t := c.node.Thread(c.svc)
 	for {
-		m, err := t.Recv(c.ctx, pcor.Any, pcor.AnyTag)
+		// The receive is ended by a message (close), not by cancelling
+		// it: a receive withdrawn just as a message completes it is a
+		// window this loop does not need to open.
+		m, err := t.Recv(context.Background(), pcor.Any, pcor.AnyTag)
 		if err != nil {
-			if c.ctx.Err() != nil {
-				return
-			}
-			if errors.Is(err, pcor.ErrClosed) {
+			if c.ctx.Err() != nil || errors.Is(err, pcor.ErrClosed) {
 				return
 			}
 			continue
+		}
+		if m.Tag == tagStop && m.Src.Proc == c.rt.proc {
+			return
 		}
 		c.bytesIn.Add(uint64(len(m.Data)))
 		c.handle(m)

@@ -19,6 +19,7 @@ const (
 	tagTrace   pcor.Tag = 8  // a process's trace, JSON
 	tagWatch   pcor.Tag = 9  // never sent: a receive that fails when the peer goes
 	tagReady   pcor.Tag = 10 // start-up: registrations compared
+	tagStop    pcor.Tag = 11 // to itself: the receiver ends
 )
 
 var errShort = errors.New("athread: short message")
