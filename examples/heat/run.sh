@@ -5,7 +5,7 @@
 # counts, then fits the region models on p = 3, 4 and predicts p = 5, 6, 7
 # at larger plates.
 #
-#   examples/heat/run.sh [rounds]
+#   examples/heat/run.sh [rounds]     (PS="3 4 5 6 7" sets the process counts)
 set -eu
 cd "$(dirname "$0")/../.."
 rounds=${1:-4}
@@ -15,7 +15,7 @@ go build -o "$tmp/pcorrun" ./cmd/pcorrun
 go build -o "$tmp/heat" ./examples/heat
 shares() { seq -s, 1 $(($1 - 1)) | sed 's/\([0-9][0-9]*\)/\1=25/g'; }
 for r in $(seq 1 "$rounds"); do
-	for p in 3 4 5 6 7; do
+	for p in ${PS:-3 4 5 6 7}; do
 		case $p in
 		3 | 4) sizes=256,320,384,448,512 ;;
 		*) sizes=576,704,832 ;;
@@ -26,7 +26,7 @@ for r in $(seq 1 "$rounds"); do
 			"$tmp/pcorrun" --heartbeat-timeout 30s -n "$p" --cpu-share "$(shares "$p")" \
 				"$tmp/heat" -sizes "$sizes" -reps 2 -iters 100 -samples "$tmp/samples-p$p-r$r.json" && break
 			rm -f "$tmp/samples-p$p-r$r.json"
-			[ "$try" = 3 ] && exit 1
+			[ "$try" = 3 ] && echo "run.sh: p=$p failed three times, left out" >&2
 		done
 	done
 done
