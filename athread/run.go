@@ -25,7 +25,7 @@ func FromEnv(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil || size < 1 {
 		return nil, fmt.Errorf("athread: %s must give the number of processes", directory.EnvSize)
 	}
-	node, err := pcor.FromEnv(ctx)
+	node, err := pcor.FromEnv(ctx, pcor.JoinConfig{})
 	if err != nil {
 		return nil, err
 	}

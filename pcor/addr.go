@@ -1,25 +1,21 @@
 package pcor
 
-import (
-	"fmt"
-
-	"github.com/pcor-go/pcor/internal/engine"
-)
+import "fmt"
 
 // ProcID identifies a process of the application (its rank).
-type ProcID = engine.ProcID
+type ProcID uint32
 
 // ThreadID identifies a thread endpoint within a process.
-type ThreadID = engine.ThreadID
+type ThreadID uint32
 
 // Tag labels a message; receivers select by it.
-type Tag = engine.Tag
+type Tag int32
 
 // Wildcards for receive and probe.
 const (
-	AnyProc   ProcID   = engine.AnyProc
-	AnyThread ThreadID = engine.AnyThread
-	AnyTag    Tag      = engine.AnyTag
+	AnyProc   ProcID   = 1<<32 - 1
+	AnyThread ThreadID = 1<<32 - 1
+	AnyTag    Tag      = -1
 )
 
 // Addr names a thread anywhere in the application: a <process, thread> pair.

@@ -1,48 +1,23 @@
 package pcor
 
 import (
-	"fmt"
-	"sync"
 	"time"
 
-	"github.com/pcor-go/pcor/fabric"
-	"github.com/pcor-go/pcor/fabric/rdma"
-	"github.com/pcor-go/pcor/fabric/udp"
 	"github.com/pcor-go/pcor/internal/engine"
 )
 
 // Mode selects how a port's dispatcher waits for datagrams.
-type Mode = engine.Mode
+type Mode int
 
 // Dispatcher modes.
 const (
 	// Blocking (default) waits in the fabric; an idle node burns no CPU.
-	Blocking = engine.Blocking
+	Blocking Mode = iota
 	// Polling spins on the fabric for the lowest latency, using a core.
-	Polling = engine.Polling
+	Polling
 )
 
-// Listen describes one port of a node.
-type Listen struct {
-	// Fabric is the fabric kind: "udp" (default) or any registered with
-	// RegisterFabric.
-	Fabric string
-	// Addr is the local address, e.g. "127.0.0.1:0" (0: any free port).
-	Addr string
-	// Network names the network the port is attached to (for routing).
-	Network string
-	// Mode is the dispatcher mode of the port.
-	Mode Mode
-	// Port, if set, is an opened port used as is (Fabric and Addr are
-	// then taken from it).
-	Port fabric.Port
-	// Optional lets the node start without this port when its fabric is
-	// not available here (for example rdma without an RDMA device): the
-	// node then uses its other ports. A required port that cannot open
-	// fails NewNode with the fabric's error (errors.Is(err,
-	// rdma.ErrNoDevice)).
-	Optional bool
-}
+func (m Mode) String() string { return engine.Mode(m).String() }
 
 // Peer tells a node how to reach another process directly.
 type Peer struct {
@@ -77,43 +52,4 @@ type Config struct {
 	UnreachableTimeout time.Duration
 	// Window is the most fragments in flight to one peer (default 4096).
 	Window int
-}
-
-// Opener opens a port of a fabric kind at a local address.
-type Opener func(addr string) (fabric.Port, error)
-
-var (
-	openersMu sync.Mutex
-	openers   = map[string]Opener{
-		"udp":  func(addr string) (fabric.Port, error) { return udp.Listen(addr, udp.Config{}) },
-		"rdma": rdma.ListenAddr,
-	}
-)
-
-// RegisterFabric makes a fabric kind available to Listen.Fabric.
-func RegisterFabric(kind string, open Opener) {
-	openersMu.Lock()
-	defer openersMu.Unlock()
-	openers[kind] = open
-}
-
-func openPort(l Listen) (fabric.Port, error) {
-	if l.Port != nil {
-		return l.Port, nil
-	}
-	kind := l.Fabric
-	if kind == "" {
-		kind = "udp"
-	}
-	openersMu.Lock()
-	open := openers[kind]
-	openersMu.Unlock()
-	if open == nil {
-		return nil, fmt.Errorf("pcor: unknown fabric %q", kind)
-	}
-	addr := l.Addr
-	if addr == "" && kind == "udp" {
-		addr = "127.0.0.1:0"
-	}
-	return open(addr)
 }

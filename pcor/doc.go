@@ -19,4 +19,16 @@
 // the request completes (Test reports true or Wait returns); it must not be
 // modified before then. Send returns only when the destination process has
 // accepted the whole message, so its buffer is free again on return.
+//
+// A node is made in one of three ways: NewNode with its peers given by
+// hand (Config.Peers, AddPeer); Join, which meets the others through the
+// directory and keeps routes to every member (Routes); and FromEnv, which
+// is Join configured by the environment a launcher (pcorrun, Slurm,
+// mpirun) sets. Errors are testable with errors.Is (ErrUnreachable,
+// ErrNoPath, ErrPeerDown, ...) and errors.As (*UnreachableError,
+// *PeerDownError). Three packages of this module appear in the API on
+// purpose: fabric (a Listen may bring its own fabric.Port), directory
+// (Node.Directory is the membership session, JoinConfig.OnEvent sees its
+// events) and routing (Node.Routes is the table, JoinConfig.Costs prices
+// the links).
 package pcor

@@ -5,29 +5,33 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/internal/engine"
+	"github.com/pcor-go/pcor/routing"
 )
-
-// PortStats are the counters of one port.
-type PortStats = engine.PortStats
 
 // Node is one process of a pcor application.
 type Node struct {
 	eng *engine.Engine
+	mem *membership // the directory session of a node made by Join; else nil
 
 	mu         sync.Mutex
 	listens    []Listen
 	nextThread ThreadID
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // NewNode opens the configured ports, starts their dispatchers and adds the
-// configured peers.
+// configured peers. Its peers are the ones given (Config.Peers, AddPeer):
+// Join makes a node whose peers come from a directory.
 func NewNode(cfg Config) (*Node, error) {
 	if cfg.JobKey == 0 {
 		return nil, ErrNoJobKey
 	}
 	eng, err := engine.New(engine.Config{
-		Proc:               cfg.Proc,
+		Proc:               engine.ProcID(cfg.Proc),
 		JobKey:             cfg.JobKey,
 		MaxMessage:         cfg.MaxMessage,
 		RecvBudget:         cfg.RecvBudget,
@@ -53,7 +57,7 @@ func NewNode(cfg Config) (*Node, error) {
 			eng.Close()
 			return nil, fmt.Errorf("pcor: %s port: %w", l.Fabric, err)
 		}
-		if _, err := eng.AddPort(p, l.Mode); err != nil {
+		if _, err := eng.AddPort(p, engine.Mode(l.Mode)); err != nil {
 			p.Close()
 			eng.Close()
 			return nil, err
@@ -80,7 +84,7 @@ func NewNode(cfg Config) (*Node, error) {
 }
 
 // Proc is this node's process id.
-func (n *Node) Proc() ProcID { return n.eng.Proc() }
+func (n *Node) Proc() ProcID { return ProcID(n.eng.Proc()) }
 
 // Endpoints lists the node's ports with their bound addresses.
 func (n *Node) Endpoints() []Listen {
@@ -107,12 +111,17 @@ func (n *Node) AddPeer(p Peer) error {
 	if idx < 0 {
 		return fmt.Errorf("pcor: no %s port to reach process %d", kind, p.Proc)
 	}
-	return n.eng.SetPeer(p.Proc, idx, p.Addr)
+	return n.eng.SetPeer(engine.ProcID(p.Proc), idx, p.Addr)
 }
 
 // RemovePeer forgets a process: pending sends to it, and receives waiting
-// specifically on it, fail with reason (ErrPeerDown when nil).
-func (n *Node) RemovePeer(proc ProcID, reason error) { n.eng.RemovePeer(proc, reason) }
+// specifically on it, fail with reason (a *PeerDownError when nil).
+func (n *Node) RemovePeer(proc ProcID, reason error) {
+	if reason == nil {
+		reason = &PeerDownError{Proc: proc}
+	}
+	n.eng.RemovePeer(engine.ProcID(proc), reason)
+}
 
 // NewThread creates a thread endpoint with the next free id (0, 1, 2, ...).
 func (n *Node) NewThread() *Thread {
@@ -131,7 +140,7 @@ func (n *Node) Thread(id ThreadID) *Thread {
 		n.nextThread = id + 1
 	}
 	n.mu.Unlock()
-	return &Thread{node: n, ep: n.eng.Endpoint(id)}
+	return &Thread{node: n, ep: n.eng.Endpoint(engine.ThreadID(id))}
 }
 
 // Alloc returns a buffer of size bytes that the node's fabrics send from
@@ -139,8 +148,45 @@ func (n *Node) Thread(id ThreadID) *Thread {
 func (n *Node) Alloc(size int) []byte { return n.eng.Alloc(size) }
 
 // Stats returns the counters of every port.
-func (n *Node) Stats() []PortStats { return n.eng.Stats() }
+func (n *Node) Stats() []PortStats {
+	es := n.eng.Stats()
+	out := make([]PortStats, len(es))
+	for i, s := range es {
+		out[i] = portStats(s)
+	}
+	return out
+}
+
+// Directory returns the directory session of a node made by Join or
+// FromEnv (nil for other nodes): its cached membership, events, Wait.
+func (n *Node) Directory() *directory.Client {
+	if n.mem == nil {
+		return nil
+	}
+	return n.mem.client
+}
+
+// Routes returns the routing table of a node made by Join or FromEnv: how
+// it reaches every member of the application, by message size, and which
+// members no path reaches. It is rebuilt on every membership change; the
+// table returned is not modified afterwards. Other nodes have no table
+// (nil).
+func (n *Node) Routes() *routing.Table {
+	if n.mem == nil {
+		return nil
+	}
+	return n.mem.router.table.Load()
+}
 
 // Close stops the node: pending requests fail with ErrClosed and every
-// goroutine of the node ends. It is idempotent.
-func (n *Node) Close() error { return n.eng.Close() }
+// goroutine of the node ends; a node made by Join then leaves the
+// directory. It is idempotent.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		n.closeErr = n.eng.Close()
+		if n.mem != nil {
+			n.mem.shutdown()
+		}
+	})
+	return n.closeErr
+}

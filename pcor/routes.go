@@ -23,10 +23,6 @@ var (
 	eth6Datagram  = udp.PayloadForMTU(udp.EthernetMTU, true)
 )
 
-// ReasonNoPath is the Reason of the UnreachableError that fails pending
-// sends to a member no path reaches any more (its gateways left).
-const ReasonNoPath = "no path"
-
 // router keeps a node's routes to the other members current: it holds the
 // membership, rebuilds the routing table on every change and applies it to
 // the dispatch engine.
@@ -84,7 +80,7 @@ func (r *router) event(ev directory.Event) error {
 		delete(r.applied, p)
 		delete(r.cut, p)
 		if p != r.self {
-			r.eng.RemovePeer(ProcID(p), &engine.PeerDownError{Proc: ProcID(p), Reason: ev.Reason})
+			r.eng.RemovePeer(engine.ProcID(p), &PeerDownError{Proc: ProcID(p), Reason: ev.Reason})
 		}
 	}
 	return r.applyLocked()
@@ -111,7 +107,7 @@ func (r *router) applyLocked() error {
 		dst := routes[i].Dst
 		specs := routeSpecs(r.members, routes[i:j])
 		if !slices.Equal(specs, r.applied[dst]) {
-			if err := r.eng.SetRoutes(ProcID(dst), specs); err != nil {
+			if err := r.eng.SetRoutes(engine.ProcID(dst), specs); err != nil {
 				errs = append(errs, err)
 			} else {
 				r.applied[dst] = specs
@@ -126,7 +122,7 @@ func (r *router) applyLocked() error {
 		}
 		delete(r.applied, dst)
 		r.cut[dst] = true
-		r.eng.RemovePeer(ProcID(dst), &UnreachableError{Proc: ProcID(dst), Reason: ReasonNoPath})
+		r.eng.RemovePeer(engine.ProcID(dst), &UnreachableError{Proc: ProcID(dst), Reason: "no path", Err: ErrNoPath})
 	}
 	return errors.Join(errs...)
 }
@@ -196,18 +192,4 @@ func linkDatagram(a, b directory.PortInfo) int {
 		}
 	}
 	return eth4Datagram
-}
-
-// Routes returns the routing table of a node made by Join or FromEnv: how
-// it reaches every member of the application, by message size, and which
-// members no path reaches. It is rebuilt on every membership change; the
-// table returned is not modified afterwards. Other nodes have no table
-// (nil).
-func (n *Node) Routes() *routing.Table {
-	if v, ok := joined.Load(n); ok {
-		if r := v.(*membership).router; r != nil {
-			return r.table.Load()
-		}
-	}
-	return nil
 }

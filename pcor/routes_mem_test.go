@@ -133,7 +133,7 @@ func TestJoinGatewayMem(t *testing.T) {
 	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer wcancel()
 	var ue *pcor.UnreachableError
-	if err := recvC.Wait(wctx); !errors.Is(err, pcor.ErrUnreachable) || !errors.As(err, &ue) || ue.Reason != pcor.ReasonNoPath {
+	if err := recvC.Wait(wctx); !errors.Is(err, pcor.ErrUnreachable) || !errors.As(err, &ue) || ue.Proc != 2 || !errors.Is(err, pcor.ErrNoPath) {
 		t.Fatalf("receive from C after B left: %v, want unreachable (no path)", err)
 	}
 	if err := recvB.Wait(wctx); !errors.Is(err, pcor.ErrPeerDown) {

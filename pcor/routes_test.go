@@ -15,12 +15,12 @@ import (
 // sinkLog records what a router asks of the engine.
 type sinkLog struct {
 	calls []string
-	set   map[ProcID][]engine.RouteSpec
-	errs  map[ProcID]error
+	set   map[engine.ProcID][]engine.RouteSpec
+	errs  map[engine.ProcID]error
 }
 
 func newSinkLog() *sinkLog {
-	return &sinkLog{set: map[ProcID][]engine.RouteSpec{}, errs: map[ProcID]error{}}
+	return &sinkLog{set: map[engine.ProcID][]engine.RouteSpec{}, errs: map[engine.ProcID]error{}}
 }
 
 func (s *sinkLog) SetRoutes(p engine.ProcID, specs []engine.RouteSpec) error {
@@ -92,7 +92,7 @@ func TestRouterGatewayRoutes(t *testing.T) {
 		t.Fatalf("gateway removed with %v", err)
 	}
 	var ue *UnreachableError
-	if err := s.errs[2]; !errors.Is(err, ErrUnreachable) || !errors.As(err, &ue) || ue.Proc != 2 || ue.Reason != ReasonNoPath {
+	if err := s.errs[2]; !errors.Is(err, ErrUnreachable) || !errors.As(err, &ue) || ue.Proc != 2 || !errors.Is(err, ErrNoPath) {
 		t.Fatalf("cut-off member removed with %v", err)
 	}
 	if u := r.table.Load().Unreachable(); !slices.Equal(u, []uint32{2}) {

@@ -32,7 +32,7 @@ type Status struct {
 }
 
 // Addr is this thread's address.
-func (t *Thread) Addr() Addr { return Addr{t.node.Proc(), t.ep.ID()} }
+func (t *Thread) Addr() Addr { return Addr{t.node.Proc(), ThreadID(t.ep.ID())} }
 
 // Node is the thread's node.
 func (t *Thread) Node() *Node { return t.node }
@@ -40,19 +40,19 @@ func (t *Thread) Node() *Node { return t.node }
 // Isend starts sending data to dst with tag. data must not be modified
 // until the request completes.
 func (t *Thread) Isend(dst Addr, tag Tag, data []byte) *Request {
-	return &Request{t.ep.Isend(dst.Proc, dst.Thread, tag, data)}
+	return &Request{t.ep.Isend(engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data)}
 }
 
 // Send sends data to dst with tag and returns once the destination process
 // has accepted the whole message. If ctx ends first the send is cancelled.
 func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
-	return t.ep.Send(ctx, dst.Proc, dst.Thread, tag, data)
+	return apiError(t.ep.Send(ctx, engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data))
 }
 
 // Irecv starts receiving a message from src (wildcards allowed) with tag
 // (or AnyTag) into buf; with a nil buf the library allocates.
 func (t *Thread) Irecv(src Addr, tag Tag, buf []byte) *Request {
-	return &Request{t.ep.Irecv(src.Proc, src.Thread, tag, buf)}
+	return &Request{t.ep.Irecv(engine.ProcID(src.Proc), engine.ThreadID(src.Thread), engine.Tag(tag), buf)}
 }
 
 // Recv receives a message from src (wildcards allowed) with tag (or
@@ -65,36 +65,43 @@ func (t *Thread) Recv(ctx context.Context, src Addr, tag Tag) (Message, error) {
 // data is buf trimmed to the message length. A longer message fills buf and
 // reports ErrTruncated.
 func (t *Thread) RecvInto(ctx context.Context, src Addr, tag Tag, buf []byte) (Message, error) {
-	r, err := t.ep.Recv(ctx, src.Proc, src.Thread, tag, buf)
+	r, err := t.ep.Recv(ctx, engine.ProcID(src.Proc), engine.ThreadID(src.Thread), engine.Tag(tag), buf)
 	if r == nil {
-		return Message{}, err
+		return Message{}, apiError(err)
 	}
-	return message(r), err
+	return message(r), apiError(err)
 }
 
 func message(r *engine.Request) Message {
 	p, th := r.Source()
-	return Message{Data: r.Data(), Src: Addr{p, th}, Tag: r.Tag()}
+	return Message{Data: r.Data(), Src: Addr{ProcID(p), ThreadID(th)}, Tag: Tag(r.Tag())}
 }
 
 // Iprobe reports whether a message matching src and tag is waiting.
 func (t *Thread) Iprobe(src Addr, tag Tag) (Status, bool) {
-	st, ok := t.ep.Iprobe(src.Proc, src.Thread, tag)
-	return Status{Addr{st.SrcProc, st.SrcThread}, st.Tag, st.Len}, ok
+	st, ok := t.ep.Iprobe(engine.ProcID(src.Proc), engine.ThreadID(src.Thread), engine.Tag(tag))
+	return status(st), ok
 }
 
 // Probe waits until a message matching src and tag is waiting.
 func (t *Thread) Probe(ctx context.Context, src Addr, tag Tag) (Status, error) {
-	st, err := t.ep.Probe(ctx, src.Proc, src.Thread, tag)
-	return Status{Addr{st.SrcProc, st.SrcThread}, st.Tag, st.Len}, err
+	st, err := t.ep.Probe(ctx, engine.ProcID(src.Proc), engine.ThreadID(src.Thread), engine.Tag(tag))
+	return status(st), apiError(err)
+}
+
+func status(st engine.Status) Status {
+	return Status{Addr{ProcID(st.SrcProc), ThreadID(st.SrcThread)}, Tag(st.Tag), st.Len}
 }
 
 // Test reports whether the request completed, and its error.
-func (r *Request) Test() (bool, error) { return r.r.Test() }
+func (r *Request) Test() (bool, error) {
+	done, err := r.r.Test()
+	return done, apiError(err)
+}
 
 // Wait blocks until the request completes or ctx ends; ending ctx stops
 // the wait only (see Cancel).
-func (r *Request) Wait(ctx context.Context) error { return r.r.Wait(ctx) }
+func (r *Request) Wait(ctx context.Context) error { return apiError(r.r.Wait(ctx)) }
 
 // Cancel withdraws the request if it has not completed.
 func (r *Request) Cancel() { r.r.Cancel() }

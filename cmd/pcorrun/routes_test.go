@@ -28,7 +28,7 @@ func routesHelper() int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	n, err := pcor.FromEnvWith(ctx, pcor.JoinConfig{Listen: ls})
+	n, err := pcor.FromEnv(ctx, pcor.JoinConfig{Listen: ls})
 	if err != nil {
 		fmt.Println(err)
 		return 1

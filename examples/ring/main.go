@@ -57,7 +57,7 @@ func run(rounds int, delay time.Duration, visitors int, timeout time.Duration) e
 	ringCtx, broken := context.WithCancelCause(ctx)
 	defer broken(nil)
 	w := &watch{zeroGone: make(chan struct{}), broken: broken}
-	node, err := pcor.FromEnvWith(ctx, pcor.JoinConfig{OnEvent: w.event})
+	node, err := pcor.FromEnv(ctx, pcor.JoinConfig{OnEvent: w.event})
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func JoinEnv(ctx context.Context) (*Process, error) {
 		return nil, err
 	}
 	p := newProcess(env.Size)
-	n, err := pcor.FromEnvWith(ctx, pcor.JoinConfig{OnEvent: p.onEvent, Node: pcor.Config{UnreachableTimeout: UnreachableTimeout}})
+	n, err := pcor.FromEnv(ctx, pcor.JoinConfig{OnEvent: p.onEvent, Node: pcor.Config{UnreachableTimeout: UnreachableTimeout}})
 	if err != nil {
 		return nil, err
 	}
