@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/internal/engine"
@@ -21,6 +22,7 @@ type Node struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closed    atomic.Bool
 }
 
 // NewNode opens the configured ports, starts their dispatchers and adds the
@@ -158,9 +160,10 @@ func (n *Node) Stats() []PortStats {
 }
 
 // Directory returns the directory session of a node made by Join or
-// FromEnv (nil for other nodes): its cached membership, events, Wait.
+// FromEnv (nil for other nodes, and once the node is closed): its cached
+// membership, events, Wait.
 func (n *Node) Directory() *directory.Client {
-	if n.mem == nil {
+	if n.mem == nil || n.closed.Load() {
 		return nil
 	}
 	return n.mem.client
@@ -169,10 +172,10 @@ func (n *Node) Directory() *directory.Client {
 // Routes returns the routing table of a node made by Join or FromEnv: how
 // it reaches every member of the application, by message size, and which
 // members no path reaches. It is rebuilt on every membership change; the
-// table returned is not modified afterwards. Other nodes have no table
-// (nil).
+// table returned is not modified afterwards. Other nodes, and closed ones,
+// have no table (nil).
 func (n *Node) Routes() *routing.Table {
-	if n.mem == nil {
+	if n.mem == nil || n.closed.Load() {
 		return nil
 	}
 	return n.mem.router.table.Load()
@@ -183,6 +186,7 @@ func (n *Node) Routes() *routing.Table {
 // directory. It is idempotent.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
+		n.closed.Store(true)
 		n.closeErr = n.eng.Close()
 		if n.mem != nil {
 			n.mem.shutdown()
