@@ -90,7 +90,7 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 		}
 		ns = append(ns, n)
 	}
-	node, err := pcor.FromEnv(ctx)
+	node, err := pcor.FromEnv(ctx, pcor.JoinConfig{})
 	if err != nil {
 		return err
 	}

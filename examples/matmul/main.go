@@ -63,7 +63,7 @@ func run(ctx context.Context, sizeList string, reps int, out, models string) err
 		}
 		ns = append(ns, n)
 	}
-	node, err := pcor.FromEnv(ctx)
+	node, err := pcor.FromEnv(ctx, pcor.JoinConfig{})
 	if err != nil {
 		return err
 	}
