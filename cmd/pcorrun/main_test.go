@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,7 +61,17 @@ func helper(mode string) int {
 		var r, code int
 		fmt.Sscanf(mode, "fail:%d:%d", &r, &code)
 		if rank == r {
-			time.Sleep(200 * time.Millisecond)
+			// Fail only once every other rank listens for its signal, so
+			// that a slow start cannot make a rank die of the signal
+			// before it can report it.
+			size, _ := strconv.Atoi(os.Getenv("PCOR_SIZE"))
+			dir := os.Getenv(readyDir)
+			for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); {
+				if n, _ := filepath.Glob(filepath.Join(dir, "ready.*")); len(n) >= size-1 {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 			return code
 		}
 		return waitSignal()
@@ -109,10 +120,17 @@ func helper(mode string) int {
 	return 99
 }
 
+// readyDir names the directory where waiting helpers leave a file once
+// they listen for signals.
+const readyDir = "PCORRUN_TEST_READY"
+
 func waitSignal() int {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	fmt.Println("ready")
+	if dir := os.Getenv(readyDir); dir != "" {
+		os.WriteFile(filepath.Join(dir, "ready."+os.Getenv("PCOR_RANK")), nil, 0o644)
+	}
 	select {
 	case s := <-sigs:
 		fmt.Println("got", s)
@@ -127,6 +145,7 @@ func waitSignal() int {
 func runHelper(t *testing.T, mode string, args ...string) (int, string, string) {
 	t.Helper()
 	t.Setenv(helperMode, mode)
+	t.Setenv(readyDir, t.TempDir())
 	var out, errb bytes.Buffer
 	args = append(args, os.Args[0])
 	code := run(args, &out, &errb)
