@@ -361,12 +361,14 @@ func serveDirectory(opts *options, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer srv.Close()
+	// Listen for the signal before printing: whoever reads the environment
+	// may signal at once.
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
 	fmt.Fprintf(stdout, "%s=%s\n%s=%s\n", directory.EnvCoord, coord, directory.EnvJobKey, directory.FormatJobKey(opts.jobKey))
 	if opts.n > 0 {
 		fmt.Fprintf(stdout, "%s=%d\n", directory.EnvSize, opts.n)
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer cancel()
 	select {
 	case <-ctx.Done():
 		return 0
