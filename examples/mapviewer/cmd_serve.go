@@ -39,7 +39,7 @@ func serveMain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &web.Server{Set: set, Loader: loader.NewCache(l, *cacheMB<<20), Window: win, Kind: kind}
+	srv := &web.Server{Set: set, Loader: loader.NewCache(l, *cacheMB<<20), Window: win, Kind: kind, Daemons: m.daemons()}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

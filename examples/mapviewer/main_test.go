@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/examples/mapviewer/tiles"
+	"github.com/pcor-go/pcor/examples/mapviewer/web"
 )
 
 // The tests run the real programs: mapviewer and pcorrun built once with
@@ -354,50 +356,14 @@ func TestViewDaemonsEqualsLocal(t *testing.T) {
 	}
 }
 
-// The demo serves until interrupted: a killed daemon's tiles come from
-// the replicas, and SIGINT stops the viewer, the daemons and pcorrun.
+// The demo serves until interrupted. A killed daemon is reported down on
+// /status and in the log, with the command that starts it again; its
+// tiles come from the replicas. Started with that command, it rejoins and
+// serves again. SIGINT stops the viewer, the daemons and pcorrun.
 func TestDemoServesUntilInterrupted(t *testing.T) {
 	mv, pr, set := programs(t)
 	cmd := exec.Command(mv, "demo", "--dir", set.Dir, "--addr", "127.0.0.1:0", "--window", "300x300", "--pcorrun", pr)
-	cmd.Stderr = os.Stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	urlc := make(chan string, 1)
-	var lines bytes.Buffer
-	var lmu sync.Mutex
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		re := regexp.MustCompile(`map viewer on (http://\S+)`)
-		for sc.Scan() {
-			lmu.Lock()
-			lines.WriteString(sc.Text() + "\n")
-			lmu.Unlock()
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				urlc <- m[1]
-			}
-		}
-		done <- cmd.Wait()
-	}()
-	defer func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-		}
-		noStrays(t)
-	}()
-	var url string
-	select {
-	case url = <-urlc:
-	case err := <-done:
-		t.Fatalf("demo exited: %v\n%s", err, lines.String())
-	case <-time.After(90 * time.Second):
-		t.Fatalf("no URL after 90 s:\n%s", lines.String())
-	}
+	url, done, lines := startServing(t, cmd)
 	get := func(q string) http.Header {
 		t.Helper()
 		r, err := http.Get(url + "render?" + q)
@@ -410,6 +376,32 @@ func TestDemoServesUntilInterrupted(t *testing.T) {
 			t.Fatalf("%s: %s %s %s", q, r.Status, body, r.Header.Get("X-Tile-Errors"))
 		}
 		return r.Header
+	}
+	daemon2 := func() web.Daemon {
+		t.Helper()
+		r, err := http.Get(url + "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		var st web.Status
+		if err := json.NewDecoder(r.Body).Decode(&st); err != nil || len(st.Daemons) != 4 {
+			t.Fatalf("/status: %+v %v", st, err)
+		}
+		return st.Daemons[1]
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 30 s\n%s", what, lines())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if d := daemon2(); !d.Up {
+		t.Fatalf("daemon 2 down at the start: %+v", d)
 	}
 	if src := get("x=0&y=0&s=16&w=300&h=300").Get("X-Sources"); !strings.Contains(src, "daemon 2=") {
 		t.Fatalf("sources %q", src)
@@ -427,17 +419,51 @@ func TestDemoServesUntilInterrupted(t *testing.T) {
 		t.Fatal("no process of rank 2")
 	}
 	syscall.Kill(victim, syscall.SIGKILL)
+	waitFor("daemon 2 reported down on /status", func() bool { return !daemon2().Up })
+	if d := daemon2(); d.Reason == "" || d.Since.IsZero() {
+		t.Errorf("daemon 2 down without a reason or time: %+v", d)
+	}
 	src := get("x=0&y=0&s=8&w=300&h=300").Get("X-Sources")
 	if strings.Contains(src, "daemon 2=") || !strings.Contains(src, "daemon 1=") {
 		t.Errorf("after killing daemon 2, sources %q", src)
+	}
+	restart := regexp.MustCompile(`daemon 2: to start it again: (.+)`)
+	waitFor("the restart command in the log", func() bool { return restart.MatchString(lines()) })
+	if !strings.Contains(lines(), "daemon 2 is down") {
+		t.Errorf("log does not say daemon 2 is down:\n%s", lines())
+	}
+	// The command from the log, as a user would paste it into a shell.
+	rc := exec.Command("sh", "-c", restart.FindStringSubmatch(lines())[1])
+	rc.Stdout, rc.Stderr = os.Stderr, os.Stderr
+	if err := rc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rdone := make(chan error, 1)
+	go func() { rdone <- rc.Wait() }()
+	waitFor("daemon 2 reported up again", func() bool { return daemon2().Up })
+	if !strings.Contains(lines(), "daemon 2 is back") {
+		t.Errorf("log does not say daemon 2 is back:\n%s", lines())
+	}
+	if src := get("x=0&y=0&s=4&w=300&h=300").Get("X-Sources"); !strings.Contains(src, "daemon 2=") {
+		t.Errorf("after the restart, sources %q", src)
 	}
 	cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case err := <-done:
 		if err != nil {
-			t.Errorf("demo after SIGINT: %v\n%s", err, lines.String())
+			t.Errorf("demo after SIGINT: %v\n%s", err, lines())
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("demo still running 30 s after SIGINT")
+	}
+	// The restarted daemon is not pcorrun's: it leaves when the viewer does.
+	select {
+	case err := <-rdone:
+		if err != nil {
+			t.Errorf("restarted daemon: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		rc.Process.Kill()
+		t.Errorf("restarted daemon still running 15 s after the viewer left")
 	}
 }

@@ -197,7 +197,7 @@ func writePaperTable(w io.Writer, set tiles.Set, win view.Window, reps int, plan
 }
 
 // regionName is "R7 1:16": the paper's region number and the scale its
-// plan really uses on this tile set.
+// plan really uses on this tile set (view.Paper's name).
 func regionName(i int, p view.Plan) string { return fmt.Sprintf("R%d 1:%d", i+1, p.Scale) }
 
 func sourceName(s tiles.Set) string {

@@ -43,6 +43,11 @@ type Process struct {
 	// Size is the number of processes in the application.
 	Size int
 
+	// Logf and RestartHint are given to the viewer's loader (set them
+	// before Viewer).
+	Logf        func(format string, args ...any)
+	RestartHint func(pcor.ProcID) string
+
 	mu         sync.Mutex
 	loader     *Loader
 	joinLost   context.CancelCauseFunc // set while the viewer waits
@@ -95,13 +100,23 @@ func (p *Process) Daemons() int { return max(0, p.Size-1) }
 func (p *Process) Close() error { return p.Node.Close() }
 
 // onEvent sees every membership change: a daemon that leaves is marked
-// down in the loader (its tiles go to replicas or fail at once), the
-// viewer leaving stops the daemons.
+// down in the loader (its tiles go to replicas or fail at once), one that
+// joins again (restarted with its rank) is marked up, the viewer leaving
+// stops the daemons.
 func (p *Process) onEvent(ev directory.Event) {
+	proc := pcor.ProcID(ev.Member.Proc)
+	if ev.Kind == directory.Joined {
+		p.mu.Lock()
+		l := p.loader
+		p.mu.Unlock()
+		if l != nil && proc != ViewerProc {
+			l.MarkUp(proc)
+		}
+		return
+	}
 	if ev.Kind != directory.Left {
 		return
 	}
-	proc := pcor.ProcID(ev.Member.Proc)
 	if proc == ViewerProc {
 		p.goneOnce.Do(func() { close(p.viewerGone) })
 		return
@@ -157,6 +172,7 @@ func (p *Process) Viewer(ctx context.Context, set tiles.Set, timeout time.Durati
 	if err != nil {
 		return nil, err
 	}
+	l.Logf, l.RestartHint = p.Logf, p.RestartHint
 	p.mu.Lock()
 	p.loader = l
 	p.mu.Unlock()

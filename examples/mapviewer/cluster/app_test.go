@@ -119,34 +119,39 @@ func (a *app) startDaemons(t *testing.T, dir string) []*daemonProc {
 	t.Helper()
 	var ps []*daemonProc
 	for r := 1; r < a.size; r++ {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(append(os.Environ(), daemonEnv+"=1", daemonEnv+"_DIR="+dir), a.env(r)...)
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		p := &daemonProc{rank: r, cmd: cmd, done: make(chan struct{})}
-		go func() {
-			p.err = cmd.Wait()
-			close(p.done)
-		}()
-		ps = append(ps, p)
+		ps = append(ps, a.startDaemon(t, dir, r))
 	}
+	return ps
+}
+
+// startDaemon starts the daemon process of rank r. It must exit by
+// itself once the viewer has left.
+func (a *app) startDaemon(t *testing.T, dir string, r int) *daemonProc {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(append(os.Environ(), daemonEnv+"=1", daemonEnv+"_DIR="+dir), a.env(r)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &daemonProc{rank: r, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
 	t.Cleanup(func() {
 		// The viewer has left by now (cleanups run last first): the
-		// daemons exit by themselves.
+		// daemon exits by itself.
 		t.Helper()
-		for _, p := range ps {
-			select {
-			case <-p.done:
-			case <-time.After(10 * time.Second):
-				p.cmd.Process.Kill()
-				<-p.done
-				t.Errorf("daemon %d still running 10 s after the viewer left", p.rank)
-			}
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			p.cmd.Process.Kill()
+			<-p.done
+			t.Errorf("daemon %d still running 10 s after the viewer left", p.rank)
 		}
 	})
-	return ps
+	return p
 }
 
 // processes starts daemons as processes and joins the test as the viewer.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,10 +19,12 @@ import (
 var ErrUnavailable = errors.New("no daemon holding the tile answered")
 
 // DefaultTimeout bounds one request to one daemon, queueing behind the
-// other tiles of a view included. A daemon that dies is noticed sooner:
-// by its launcher (Start marks it down as soon as the process exits) or
-// by the node when a request cannot be delivered.
-const DefaultTimeout = 30 * time.Second
+// other tiles of a view included: it only catches a daemon that is alive
+// and never answers. A daemon that dies is noticed much sooner: by the
+// directory (a closed session counts at once, a silent one after its
+// heartbeat timeout), which marks it down, or by the node when a request
+// cannot be delivered. A live daemon on a busy machine may take long.
+const DefaultTimeout = 2 * time.Minute
 
 // Loader is the cluster loader: it implements loader.Loader by asking the
 // daemon serving each tile's node directory, from one pcor thread per
@@ -35,8 +38,36 @@ type Loader struct {
 	threads chan *pcor.Thread // idle thread endpoints
 	nextID  atomic.Uint32
 
-	mu   sync.Mutex
-	down map[pcor.ProcID]error
+	// Logf, if set, reports daemons going down and coming back, and
+	// RestartHint, if set, says how to start a daemon that went down
+	// again. Set them before the loader is used.
+	Logf        func(format string, args ...any)
+	RestartHint func(pcor.ProcID) string
+
+	mu    sync.Mutex
+	state map[pcor.ProcID]*daemonState
+}
+
+// daemonState is what the loader knows of one daemon.
+type daemonState struct {
+	down   error // nil while up
+	since  time.Time
+	served int64
+}
+
+// DaemonStatus is one daemon as the loader sees it.
+type DaemonStatus struct {
+	Proc pcor.ProcID
+	// Nodes are the node directories it serves.
+	Nodes []int
+	Up    bool
+	// Reason says why it is down.
+	Reason string
+	// Since is when it last went down or came back (zero: up from the
+	// start).
+	Since time.Time
+	// Served counts the fragments it delivered.
+	Served int64
 }
 
 var _ loader.Loader = (*Loader)(nil)
@@ -51,27 +82,92 @@ func NewLoader(node *pcor.Node, set tiles.Set, daemons []pcor.ProcID, timeout ti
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Loader{node: node, set: set, daemons: daemons, timeout: timeout,
-		threads: make(chan *pcor.Thread, 1024), down: map[pcor.ProcID]error{}}, nil
+	l := &Loader{node: node, set: set, daemons: daemons, timeout: timeout,
+		threads: make(chan *pcor.Thread, 1024), state: map[pcor.ProcID]*daemonState{}}
+	for _, p := range daemons {
+		l.state[p] = &daemonState{}
+	}
+	return l, nil
 }
 
 // MarkDown records that process p is gone: requests waiting on it fail at
 // once and later loads go to replicas.
 func (l *Loader) MarkDown(p pcor.ProcID, reason error) {
 	l.mu.Lock()
-	if _, ok := l.down[p]; ok {
+	st, ok := l.state[p]
+	if !ok || st.down != nil {
 		l.mu.Unlock()
 		return
 	}
-	l.down[p] = reason
+	st.down, st.since = reason, time.Now()
 	l.mu.Unlock()
 	l.node.RemovePeer(p, fmt.Errorf("%w: %v", pcor.ErrPeerDown, reason))
+	l.logf("daemon %d is down: %v; the tiles of node directories %v come from their replicas", p, reason, l.nodesOf(p))
+	if l.RestartHint != nil {
+		l.logf("daemon %d: to start it again: %s", p, l.RestartHint(p))
+	}
+}
+
+// MarkUp records that process p, marked down before, is back (a daemon
+// restarted with its rank): loads go to it again.
+func (l *Loader) MarkUp(p pcor.ProcID) {
+	l.mu.Lock()
+	st, ok := l.state[p]
+	if !ok || st.down == nil {
+		l.mu.Unlock()
+		return
+	}
+	st.down, st.since = nil, time.Now()
+	l.mu.Unlock()
+	l.logf("daemon %d is back: it serves node directories %v again", p, l.nodesOf(p))
 }
 
 func (l *Loader) isDown(p pcor.ProcID) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.down[p]
+	if st, ok := l.state[p]; ok {
+		return st.down
+	}
+	return nil
+}
+
+func (l *Loader) served(p pcor.ProcID) {
+	l.mu.Lock()
+	l.state[p].served++
+	l.mu.Unlock()
+}
+
+// Daemons reports every daemon, in process order.
+func (l *Loader) Daemons() []DaemonStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]DaemonStatus, 0, len(l.state))
+	for p, st := range l.state {
+		ds := DaemonStatus{Proc: p, Nodes: l.nodesOf(p), Up: st.down == nil, Since: st.since, Served: st.served}
+		if st.down != nil {
+			ds.Reason = st.down.Error()
+		}
+		out = append(out, ds)
+	}
+	slices.SortFunc(out, func(a, b DaemonStatus) int { return int(a.Proc) - int(b.Proc) })
+	return out
+}
+
+// nodesOf lists the node directories daemon p serves.
+func (l *Loader) nodesOf(p pcor.ProcID) []int {
+	var out []int
+	for k, d := range l.daemons {
+		if d == p {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (l *Loader) logf(format string, args ...any) {
+	if l.Logf != nil {
+		l.Logf(format, args...)
+	}
 }
 
 func (l *Loader) thread() *pcor.Thread {
@@ -107,6 +203,7 @@ func (l *Loader) Load(ctx context.Context, id tiles.ID, scale int) (loader.Fragm
 		}
 		img, err := l.fetch(ctx, th, proc, id, scale)
 		if err == nil {
+			l.served(proc)
 			return loader.Fragment{Img: img, Source: fmt.Sprintf("daemon %d", proc)}, nil
 		}
 		var te *tiles.TileError

@@ -277,3 +277,82 @@ func TestBadDaemonFailsFast(t *testing.T) {
 		}
 	}
 }
+
+// A daemon that dies is reported down, in the loader's status and its
+// log, and its tiles come from the replicas; started again with its rank,
+// it rejoins, is reported up and serves its tiles again.
+func TestDaemonRestartRejoins(t *testing.T) {
+	set := copySet(t, halfPaperSet(t), 3, 2)
+	a := newApp(t, 4)
+	ps := a.startDaemons(t, set.Dir)
+	ctx, cancel := context.WithTimeout(context.Background(), JoinTimeout)
+	defer cancel()
+	v, err := a.join(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	var logMu sync.Mutex
+	var log strings.Builder
+	v.Logf = func(f string, args ...any) {
+		logMu.Lock()
+		fmt.Fprintf(&log, f+"\n", args...)
+		logMu.Unlock()
+	}
+	l, err := v.Viewer(ctx, set, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const victim = 2
+	// A tile whose first copy is on the victim's node directory.
+	var id tiles.ID
+	for _, c := range set.All() {
+		if set.Holders(c)[0] == victim-1 {
+			id = c
+			break
+		}
+	}
+	load := func(scale int) string {
+		t.Helper()
+		f, err := l.Load(ctx, id, scale)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return f.Source
+	}
+	if src := load(4); src != fmt.Sprintf("daemon %d", victim) {
+		t.Fatalf("before: %s from %q", id.Name(), src)
+	}
+	status := func() DaemonStatus { return l.Daemons()[victim-1] }
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 15 s: %+v", what, l.Daemons())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	ps[victim-1].cmd.Process.Kill()
+	<-ps[victim-1].done
+	waitFor("daemon marked down", func() bool { return !status().Up })
+	if st := status(); st.Reason == "" || st.Since.IsZero() || len(st.Nodes) != 1 || st.Nodes[0] != victim-1 {
+		t.Errorf("status of the dead daemon: %+v", st)
+	}
+	if src := load(8); src == fmt.Sprintf("daemon %d", victim) || !strings.HasPrefix(src, "daemon ") {
+		t.Errorf("while down: %s from %q, want a replica", id.Name(), src)
+	}
+	a.startDaemon(t, set.Dir, victim)
+	waitFor("daemon marked up", func() bool { return status().Up })
+	if src := load(2); src != fmt.Sprintf("daemon %d", victim) {
+		t.Errorf("after the restart: %s from %q", id.Name(), src)
+	}
+	logMu.Lock()
+	got := log.String()
+	logMu.Unlock()
+	if !strings.Contains(got, fmt.Sprintf("daemon %d is down", victim)) || !strings.Contains(got, fmt.Sprintf("daemon %d is back", victim)) {
+		t.Errorf("log:\n%s", got)
+	}
+	t.Logf("log:\n%s", got)
+}

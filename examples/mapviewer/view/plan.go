@@ -105,9 +105,15 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 // Paper is one of the seven regions of the paper's Figure 5.
 type Paper struct {
+	// Name is "R5 1:10": the region's number and the scale Fit uses for
+	// it on this tile set, which can differ from the paper's (Nominal)
+	// when the paper's does not divide the tiles.
 	Name   string
 	Region Region
-	Scale  int
+	// Scale is the scale Fit plans the region at (0 if it cannot).
+	Scale int
+	// Nominal is the paper's scale for the region (PaperScales).
+	Nominal int
 }
 
 // PaperScales are the scale factors of the paper's seven regions.
@@ -120,9 +126,14 @@ var PaperScales = []int{1, 2, 4, 5, 8, 10, 16}
 // tiles.
 func PaperRegions(s tiles.Set, win Window) []Paper {
 	var out []Paper
-	for _, n := range PaperScales {
+	for i, n := range PaperScales {
 		r := Region{0, 0, min(n*win.W, s.MapW()), min(n*win.H, s.MapH())}
-		out = append(out, Paper{Name: fmt.Sprintf("1:%d", n), Region: r, Scale: n})
+		pr := Paper{Region: r, Nominal: n}
+		if p, err := Fit(s, r, win); err == nil {
+			pr.Scale = p.Scale
+		}
+		pr.Name = fmt.Sprintf("R%d 1:%d", i+1, pr.Scale)
+		out = append(out, pr)
 	}
 	return out
 }

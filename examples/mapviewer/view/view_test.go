@@ -16,6 +16,22 @@ func paperSet() tiles.Set {
 	return tiles.Set{Cols: 15, Rows: 20, TileW: 640, TileH: 480, Nodes: 1, Replicas: 1}
 }
 
+// On tiles the paper's scales do not all divide, a region is named by the
+// scale it is really viewed at.
+func TestPaperRegionNamesTrueScale(t *testing.T) {
+	s := tiles.Set{Cols: 20, Rows: 20, TileW: 500, TileH: 500, Nodes: 1, Replicas: 1} // scales 1 2 4 5 10 20 25 ...
+	want := []string{"R1 1:1", "R2 1:2", "R3 1:4", "R4 1:5", "R5 1:10", "R6 1:10", "R7 1:20"}
+	for i, pr := range PaperRegions(s, Window{W: 600, H: 600}) {
+		p, err := Fit(s, pr.Region, Window{W: 600, H: 600})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr.Name != want[i] || pr.Scale != p.Scale || pr.Nominal != PaperScales[i] {
+			t.Errorf("region %d: %q at 1:%d (nominal 1:%d), planned at 1:%d; want %q", i+1, pr.Name, pr.Scale, pr.Nominal, p.Scale, want[i])
+		}
+	}
+}
+
 func TestPaperRegions(t *testing.T) {
 	s := paperSet()
 	win := Window{600, 600}

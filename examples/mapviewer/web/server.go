@@ -45,6 +45,9 @@ type Server struct {
 	Window view.Window
 	// Kind describes the loader on the page ("local", "cluster, 3 daemons").
 	Kind string
+	// Daemons, if set, reports the daemons of a cluster loader: the page
+	// shows which are down.
+	Daemons func() []Daemon
 	// OnRender, if set, is called with the plan of every rendered view.
 	OnRender func(view.Plan)
 	// MaxRenders bounds the views rendered at once (default GOMAXPROCS:
@@ -61,6 +64,43 @@ type Server struct {
 		queued                       atomic.Int64
 		rendered, rejected, canceled atomic.Int64
 	}
+}
+
+// Daemon is one daemon as the page shows it.
+type Daemon struct {
+	Proc   int
+	Nodes  []int // node directories it serves
+	Up     bool
+	Reason string    // why it is down
+	Since  time.Time // when it went down or came back (zero: up from the start)
+	Served int64     // fragments delivered
+}
+
+// Status is what /status reports: the daemons and the render counters.
+type Status struct {
+	Kind    string
+	Daemons []Daemon `json:",omitempty"`
+	Down    int
+	Stats   Stats
+}
+
+func (s *Server) status() Status {
+	st := Status{Kind: s.Kind, Stats: s.Stats()}
+	if s.Daemons != nil {
+		st.Daemons = s.Daemons()
+		for _, d := range st.Daemons {
+			if !d.Up {
+				st.Down++
+			}
+		}
+	}
+	return st
+}
+
+func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(s.status())
 }
 
 // Stats counts the server's renders.
@@ -95,6 +135,7 @@ func (s *Server) init() {
 	s.mux.HandleFunc("GET /{$}", s.index)
 	s.mux.HandleFunc("GET /render", s.render)
 	s.mux.HandleFunc("GET /info", s.info)
+	s.mux.HandleFunc("GET /status", s.serveStatus)
 }
 
 // ServeHTTP implements http.Handler.
