@@ -63,7 +63,7 @@ func peakSampler() (stop func() int64) {
 func TestParallelRendersBoundedMemory(t *testing.T) {
 	set := smallSet(t)
 	const cacheBytes, maxRenders = 8 << 20, 2
-	srv := &Server{Set: set, Loader: loader.NewCache(loader.NewLocal(set, 0), cacheBytes), MaxRenders: maxRenders, MaxQueue: 4}
+	srv := &Server{Set: set, Loader: loader.NewCache(loader.NewLocal(set, 0), cacheBytes), MaxRenders: maxRenders, MaxQueue: 4, RenderTimeout: 10 * time.Minute}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	// One view: a 4 MB bitmap and its 5x5 fragments of 300 KB (7.5 MB).
@@ -161,7 +161,7 @@ func (c *countLoads) Load(ctx context.Context, id tiles.ID, scale int) (loader.F
 func TestRenderCanceledWhenClientGoes(t *testing.T) {
 	set := smallSet(t)
 	cl := &countLoads{inner: loader.NewLocal(set, 1)}
-	srv := &Server{Set: set, Loader: cl}
+	srv := &Server{Set: set, Loader: cl, RenderTimeout: 10 * time.Minute}
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	p, err := view.At(set, view.Region{W: 2048, H: 2048}, 1)

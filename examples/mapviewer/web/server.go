@@ -34,8 +34,10 @@ var indexTmpl = template.Must(template.New("index").Parse(indexHTML))
 // MaxWindow bounds each side of a window the page may ask for.
 const MaxWindow = 2048
 
-// RenderTimeout bounds the rendering of one view.
-const RenderTimeout = 60 * time.Second
+// DefaultRenderTimeout bounds the rendering of one view when
+// Server.RenderTimeout is zero. A render also stops when its client goes
+// away.
+const DefaultRenderTimeout = 2 * time.Minute
 
 // Server is the viewer's HTTP handler.
 type Server struct {
@@ -56,6 +58,8 @@ type Server struct {
 	// requests waiting for a turn (default 4*MaxRenders); beyond it a
 	// request is refused with 429 Too Many Requests and Retry-After.
 	MaxRenders, MaxQueue int
+	// RenderTimeout bounds one render (default DefaultRenderTimeout).
+	RenderTimeout time.Duration
 
 	mux   *http.ServeMux
 	once  sync.Once
@@ -123,6 +127,9 @@ func (s *Server) Stats() Stats {
 func (s *Server) init() {
 	if s.Window.W == 0 {
 		s.Window = view.Window{W: 600, H: 600}
+	}
+	if s.RenderTimeout <= 0 {
+		s.RenderTimeout = DefaultRenderTimeout
 	}
 	if s.MaxRenders <= 0 {
 		s.MaxRenders = runtime.GOMAXPROCS(0)
@@ -261,7 +268,7 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request) {
 	defer func() { <-s.slots }()
 	// The request's context ends when the client goes away: the loads
 	// not yet started are then dropped.
-	ctx, cancel := contextWithTimeout(r, RenderTimeout)
+	ctx, cancel := contextWithTimeout(r, s.RenderTimeout)
 	defer cancel()
 	res, rerr := view.Render(ctx, s.Loader, p)
 	if r.Context().Err() != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pcor-go/pcor/examples/mapviewer/loader"
 	"github.com/pcor-go/pcor/examples/mapviewer/tiles"
@@ -53,7 +54,8 @@ func smallSet(tb testing.TB) tiles.Set {
 
 func newServer(tb testing.TB) *Server {
 	s := smallSet(tb)
-	return &Server{Set: s, Loader: loader.NewCache(loader.NewLocal(s, 0), 64<<20), Window: view.Window{W: 300, H: 300}, Kind: "local"}
+	// A loaded machine under the race detector takes minutes for a view.
+	return &Server{Set: s, Loader: loader.NewCache(loader.NewLocal(s, 0), 64<<20), Window: view.Window{W: 300, H: 300}, Kind: "local", RenderTimeout: 10 * time.Minute}
 }
 
 func TestBadRequests(t *testing.T) {
