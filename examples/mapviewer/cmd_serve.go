@@ -21,6 +21,7 @@ func serveMain(ctx context.Context, args []string) error {
 	winS := fs.String("window", "600x600", "window size")
 	daemons := fs.Int("daemons", 0, "load through this many daemon processes started by pcorrun (0: local threads; ignored under pcorrun)")
 	cacheMB := fs.Int64("cache-mb", 256, "fragment cache size in MiB")
+	allowDrop := fs.Bool("allow-cache-drop", false, "serve POST /cache/drop, which empties the fragment cache (for latency benchmarks)")
 	smoke := fs.Bool("smoke", false, "render the 300-tile view and a cached pan through HTTP, print the times and exit")
 	reps := fs.Int("reps", 3, "repetitions per measurement (--smoke; the median is shown)")
 	pcorrun := fs.String("pcorrun", "", "pcorrun binary (default: built with go build, else from $PATH)")
@@ -39,7 +40,7 @@ func serveMain(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	srv := &web.Server{Set: set, Loader: loader.NewCache(l, *cacheMB<<20), Window: win, Kind: kind, Daemons: m.daemons()}
+	srv := &web.Server{Set: set, Loader: loader.NewCache(l, *cacheMB<<20), Window: win, Kind: kind, Daemons: m.daemons(), AllowDrop: *allowDrop}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -92,6 +94,15 @@ func ownCPU() float64 {
 	return sum
 }
 
+// selfCPU is the CPU seconds of this process alone.
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
 
 func loadAvg() string {
@@ -104,4 +115,45 @@ func loadAvg() string {
 		return "?"
 	}
 	return f[0]
+}
+
+// peersCPU is the CPU seconds of the other processes of this machine
+// that belong to the same pcor application (the same PCOR_JOBKEY in their
+// environment): the daemons the viewer shares the machine with.
+func peersCPU() float64 {
+	key := os.Getenv("PCOR_JOBKEY")
+	if key == "" {
+		return 0
+	}
+	want := []byte("\x00PCOR_JOBKEY=" + key + "\x00")
+	self := os.Getpid()
+	ents, _ := os.ReadDir("/proc")
+	var sum float64
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), want) {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command name, which is in parentheses.
+		i := bytes.LastIndexByte(st, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(st[i+1:]))
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		stime, _ := strconv.ParseFloat(f[12], 64)
+		sum += (ut + stime) / 100 // USER_HZ
+	}
+	return sum
 }

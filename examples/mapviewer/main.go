@@ -35,6 +35,8 @@ commands:
   serve   HTTP viewer on localhost
   daemon  only a daemon of an application started otherwise (under pcorrun every
           rank but 0 of view and serve is a daemon)
+  figures the README's figures in one run: the Figure 5 table and the page's
+          latencies in headless Chromium (--readme FILE writes them there)
 
 run "mapviewer <command> -h" for its flags
 `
@@ -59,6 +61,8 @@ func main() {
 		err = serveMain(ctx, args)
 	case "daemon":
 		err = daemonMain(ctx, args)
+	case "figures":
+		err = figuresMain(ctx, args)
 	case "-h", "-help", "--help", "help":
 		fmt.Print(usage)
 		return

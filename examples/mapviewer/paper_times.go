@@ -32,11 +32,18 @@ func paperPlans(set tiles.Set, win view.Window) ([]view.Paper, []view.Plan, erro
 }
 
 // pair is one render by local threads and the next through the daemons,
-// made back to back so that the machine's load weighs on both alike.
-type pair struct{ local, cluster time.Duration }
+// made back to back so that the machine's load weighs on both alike, with
+// the CPU time each took: of the application on this machine (the viewer
+// and its daemons; other work not counted) and of the viewer alone.
+type pair struct {
+	local, cluster         time.Duration
+	localBusy, clusterBusy time.Duration
+	localOwn, clusterOwn   time.Duration
+}
 
 // timesLine starts the line rank 0 prints per render pair under pcorrun:
-// "times <region> <rep> <local ns> <cluster ns>".
+// "times <region> <rep> <local ns> <cluster ns> <local app CPU ns>
+// <cluster app CPU ns> <local viewer CPU ns> <cluster viewer CPU ns>".
 const timesLine = "times"
 
 // clusterTimes is --paper-times in rank 0 of an application: each of the
@@ -55,18 +62,22 @@ func clusterTimes(ctx context.Context, m *member, set tiles.Set, win view.Window
 	local := loader.NewLocal(set, 0)
 	for i, p := range plans {
 		for rep := range reps {
+			b0, o0 := cpuNow()
 			ld, lpix, err := timeView(ctx, local, p, 1)
 			if err != nil {
 				return err
 			}
+			b1, o1 := cpuNow()
 			cd, cpix, err := timeView(ctx, cl, p, 1)
 			if err != nil {
 				return err
 			}
+			b2, o2 := cpuNow()
 			if string(lpix) != string(cpix) {
 				return fmt.Errorf("cluster view differs from the local view for %s", prs[i].Name)
 			}
-			fmt.Printf("%s %d %d %d %d\n", timesLine, i, rep, ld.Nanoseconds(), cd.Nanoseconds())
+			fmt.Printf("%s %d %d %d %d %d %d %d %d\n", timesLine, i, rep, ld.Nanoseconds(), cd.Nanoseconds(),
+				b1-b0, b2-b1, o1-o0, o2-o1)
 		}
 	}
 	return nil
@@ -83,11 +94,11 @@ func parseTimes(out []byte, regions, reps int) ([][]pair, error) {
 			continue
 		}
 		var i, rep int
-		var l, c int64
-		if n, err := fmt.Sscanf(rest, "%d %d %d %d", &i, &rep, &l, &c); n != 4 || err != nil || i < 0 || i >= regions || l <= 0 || c <= 0 {
+		var p pair
+		if n, err := fmt.Sscanf(rest, "%d %d %d %d %d %d %d %d", &i, &rep, &p.local, &p.cluster, &p.localBusy, &p.clusterBusy, &p.localOwn, &p.clusterOwn); n != 8 || err != nil || i < 0 || i >= regions || p.local <= 0 || p.cluster <= 0 {
 			return nil, fmt.Errorf("bad line %q", sc.Text())
 		}
-		ps[i] = append(ps[i], pair{time.Duration(l), time.Duration(c)})
+		ps[i] = append(ps[i], p)
 	}
 	for i := range ps {
 		if len(ps[i]) != reps {
@@ -194,6 +205,37 @@ func writePaperTable(w io.Writer, set tiles.Set, win view.Window, reps int, plan
 	for _, r := range runs {
 		fmt.Fprintf(w, "run with %d daemon%s: %v\n", r.daemons, plural(r.daemons), r.load)
 	}
+	if len(runs) > 0 && len(plans) > 0 {
+		writeCPU(w, len(plans[len(plans)-1].Tiles), runs[len(runs)-1])
+	}
+}
+
+// writeCPU says where the time of the largest region goes through the
+// most daemons: the CPU the application spent per render (the viewer's and
+// the daemons', medians), and the viewer's own share. On 2 CPUs kept busy
+// the extra CPU is extra time.
+func writeCPU(w io.Writer, tiles int, r paperRun) {
+	ps := r.pairs[len(r.pairs)-1]
+	med := func(f func(pair) time.Duration) time.Duration {
+		ds := make([]time.Duration, len(ps))
+		for i, p := range ps {
+			ds[i] = f(p)
+		}
+		return median(ds)
+	}
+	lb, cb := med(func(p pair) time.Duration { return p.localBusy }), med(func(p pair) time.Duration { return p.clusterBusy })
+	lo, co := med(func(p pair) time.Duration { return p.localOwn }), med(func(p pair) time.Duration { return p.clusterOwn })
+	fmt.Fprintf(w, "%d-tile view, %d daemon%s: CPU of the viewer and its daemons per render %.0f ms local, %.0f ms cluster (%+.0f ms, %+.2f ms a tile);\n",
+		tiles, r.daemons, plural(r.daemons), ms(lb), ms(cb), ms(cb-lb), ms(cb-lb)/float64(tiles))
+	fmt.Fprintf(w, "  the viewer's own CPU: %.0f ms local (decoding), %.0f ms cluster (%.2f ms a tile: requests, replies, copies)\n",
+		ms(lo), ms(co), ms(co)/float64(tiles))
+}
+
+// cpuNow is the CPU time of the application on this machine (this
+// process and its peers) and of this process, in nanoseconds.
+func cpuNow() (app, own int64) {
+	o := selfCPU()
+	return int64((o + peersCPU()) * 1e9), int64(o * 1e9)
 }
 
 // regionName is "R7 1:16": the paper's region number and the scale its

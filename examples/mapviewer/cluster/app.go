@@ -21,8 +21,11 @@ const ViewerProc pcor.ProcID = 0
 const JoinTimeout = 30 * time.Second
 
 // UnreachableTimeout is the node setting of every process: how long a
-// message may go unacknowledged before its destination counts as gone.
-const UnreachableTimeout = 2 * time.Second
+// message may go unacknowledged before its destination counts as gone. A
+// process that dies is seen sooner, by the directory (its session
+// closes); this catches one that hangs. On a machine shared with much
+// other work a live process can wait seconds for a CPU.
+const UnreachableTimeout = 10 * time.Second
 
 // Errors of the application's membership, testable with errors.Is.
 var (

@@ -36,7 +36,11 @@ func newApp(t *testing.T, size int) *app {
 	var kb [8]byte
 	rand.Read(kb[:])
 	a := &app{addr: ln.Addr().String(), key: binary.LittleEndian.Uint64(kb[:]), size: size}
-	if a.srv, err = directory.NewServer(ln, directory.ServerConfig{JobKey: a.key, Size: size}); err != nil {
+	// The heartbeat timeout pcorrun gets from the commands (appHeartbeat):
+	// a process killed is seen at once (its session closes), and on a
+	// loaded machine a live one may wait seconds for a CPU.
+	cfg := directory.ServerConfig{JobKey: a.key, Size: size, HeartbeatTimeout: 10 * time.Second}
+	if a.srv, err = directory.NewServer(ln, cfg); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { a.srv.Close() })

@@ -178,11 +178,11 @@ func killMidView(t *testing.T, replicas int) (*view.Result, tiles.Set, *daemonPr
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	res, err := view.Render(ctx, kl, p)
 	if ctx.Err() != nil {
-		t.Fatalf("view still waiting after 30 s: %v", err)
+		t.Fatalf("view still waiting after 3 minutes: %v", err)
 	}
 	return res, set, victim, err
 }

@@ -98,3 +98,14 @@ func (c *Cache) Stats() (hits, misses, bytes int64) {
 	defer c.mu.Unlock()
 	return c.hits, c.misses, c.bytes
 }
+
+// Drop empties the cache (loads under way complete for their callers).
+func (c *Cache) Drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for c.lru.Len() > 0 {
+		e := c.lru.Remove(c.lru.Back()).(*cacheEntry)
+		delete(c.entries, e.key)
+	}
+	c.bytes = 0
+}

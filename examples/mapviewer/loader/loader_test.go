@@ -114,3 +114,22 @@ func TestCacheMergesAndEvicts(t *testing.T) {
 		t.Errorf("failed load was cached")
 	}
 }
+
+func TestCacheDrop(t *testing.T) {
+	s := genSet(t, 1, 1)
+	cl := &countingLoader{inner: NewLocal(s, 0)}
+	c := NewCache(cl, 1<<20)
+	for range 2 {
+		if _, err := c.Load(context.Background(), tiles.ID{}, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Drop()
+	if _, _, b := c.Stats(); b != 0 {
+		t.Errorf("%d bytes held after Drop", b)
+	}
+	f, err := c.Load(context.Background(), tiles.ID{}, 2)
+	if err != nil || f.Source != "local" || cl.n.Load() != 2 {
+		t.Errorf("after Drop: source %q, %d loads, %v; want a new load", f.Source, cl.n.Load(), err)
+	}
+}

@@ -60,6 +60,9 @@ type Server struct {
 	MaxRenders, MaxQueue int
 	// RenderTimeout bounds one render (default DefaultRenderTimeout).
 	RenderTimeout time.Duration
+	// AllowDrop enables POST /cache/drop, which empties the loader's
+	// cache (if it has one): latency benchmarks time uncached views.
+	AllowDrop bool
 
 	mux   *http.ServeMux
 	once  sync.Once
@@ -143,6 +146,9 @@ func (s *Server) init() {
 	s.mux.HandleFunc("GET /render", s.render)
 	s.mux.HandleFunc("GET /info", s.info)
 	s.mux.HandleFunc("GET /status", s.serveStatus)
+	if s.AllowDrop {
+		s.mux.HandleFunc("POST /cache/drop", s.drop)
+	}
 }
 
 // ServeHTTP implements http.Handler.
@@ -361,4 +367,14 @@ func quoteShort(v string) string {
 		return strconv.Quote(v)
 	}
 	return fmt.Sprintf("%s... (%d bytes)", strconv.Quote(v[:maxEcho]), len(v))
+}
+
+func (s *Server) drop(w http.ResponseWriter, r *http.Request) {
+	d, ok := s.Loader.(interface{ Drop() })
+	if !ok {
+		http.Error(w, "the loader has no cache", http.StatusNotFound)
+		return
+	}
+	d.Drop()
+	w.WriteHeader(http.StatusNoContent)
 }

@@ -1,9 +1,7 @@
 package web
 
 import (
-	"bytes"
 	"context"
-	"image"
 	"image/png"
 	"io"
 	"net/http"
@@ -165,5 +163,3 @@ func BenchmarkCachedPan(b *testing.B) {
 		i++
 	}
 }
-
-func decodePNG(b []byte) (image.Image, error) { return png.Decode(bytes.NewReader(b)) }
