@@ -61,7 +61,7 @@ func TestBrowserDrivesClusterViewer(t *testing.T) {
 	mv, pr, set := programs(t)
 	cmd := exec.Command(mv, "serve", "--daemons", "2", "--dir", set.Dir, "--addr", "127.0.0.1:0", "--window", "300x300", "--pcorrun", pr)
 	url, _, lines := startServing(t, cmd)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	b, err := browser.Launch(ctx, 420, 560)
 	if err != nil {
@@ -137,7 +137,7 @@ func TestBrowserDrivesClusterViewer(t *testing.T) {
 		t.Fatal(err)
 	}
 	var labels []struct{ L, T, R, B float64 }
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for len(labels) == 0 && time.Now().Before(deadline) {
 		if err := b.Eval(ctx, `[...document.querySelectorAll("#overlay .src")].map(e => { const r = e.getBoundingClientRect(), w = document.getElementById("win").getBoundingClientRect(); return {L: r.left - w.left, T: r.top - w.top, R: r.right - w.left, B: r.bottom - w.top}; })`, &labels); err != nil {
 			t.Fatal(err)
@@ -160,7 +160,7 @@ func TestBrowserDrivesClusterViewer(t *testing.T) {
 
 	// The daemons are listed up (the page polls /status).
 	var status string
-	deadline = time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(2 * time.Minute)
 	for !strings.Contains(status, "daemon 2 up") && time.Now().Before(deadline) {
 		b.Eval(ctx, `document.getElementById("daemons").textContent`, &status)
 		time.Sleep(20 * time.Millisecond)

@@ -68,6 +68,10 @@ func programs(t *testing.T) (mapviewer, pcorrun string, set tiles.Set) {
 	return filepath.Join(binDir, "mapviewer"), filepath.Join(binDir, "pcorrun"), smallSet
 }
 
+// hangGuard bounds a command of the tests: they are checked for what they
+// do, and a machine shared with much other work makes them slow.
+const hangGuard = 10 * time.Minute
+
 // run runs mapviewer with args and returns its output and error.
 func run(t *testing.T, timeout time.Duration, args ...string) (string, error) {
 	t.Helper()
@@ -123,7 +127,7 @@ func noStrays(t *testing.T) {
 
 func TestDemoSmoke(t *testing.T) {
 	_, _, set := programs(t)
-	out, err := run(t, 2*time.Minute, "demo", "--smoke", "--dir", set.Dir, "--window", "300x300", "--reps", "1")
+	out, err := run(t, hangGuard, "demo", "--smoke", "--dir", set.Dir, "--window", "300x300", "--reps", "1")
 	if err != nil {
 		t.Fatalf("demo --smoke: %v\n%s", err, out)
 	}
@@ -147,7 +151,7 @@ func TestDemoSmoke(t *testing.T) {
 // every cluster view with the local one, pixel for pixel.
 func TestPaperTimesUnderPcorrun(t *testing.T) {
 	_, _, set := programs(t)
-	out, err := run(t, 2*time.Minute, "view", "--paper-times", "--dir", set.Dir, "--window", "300x300", "--reps", "1", "--max-daemons", "2")
+	out, err := run(t, hangGuard, "view", "--paper-times", "--dir", set.Dir, "--window", "300x300", "--reps", "1", "--max-daemons", "2")
 	if err != nil {
 		t.Fatalf("view --paper-times: %v\n%s", err, out)
 	}
@@ -198,7 +202,7 @@ func checkPaperTable(t *testing.T, out string, daemons int) {
 // The README's Figure 5 command, without --dir: the paper's procedural map
 // is made in the cache ($XDG_CACHE_HOME set here), whatever the demo used.
 func TestPaperTimesWithoutDir(t *testing.T) {
-	out, err := run(t, 5*time.Minute, "view", "--paper-times", "--window", "150x150", "--reps", "1", "--max-daemons", "1")
+	out, err := run(t, hangGuard, "view", "--paper-times", "--window", "150x150", "--reps", "1", "--max-daemons", "1")
 	if err != nil {
 		t.Fatalf("view --paper-times: %v\n%s", err, out)
 	}
@@ -211,12 +215,12 @@ func TestPaperTimesWithoutDir(t *testing.T) {
 // Every command's -h prints its flags and exits 0; a bad flag exits 2.
 func TestHelpExitsZero(t *testing.T) {
 	for _, cmd := range []string{"demo", "gen", "view", "serve", "daemon"} {
-		out, err := run(t, time.Minute, cmd, "-h")
+		out, err := run(t, hangGuard, cmd, "-h")
 		if err != nil || !strings.Contains(out, "-dir") {
 			t.Errorf("%s -h: %v\n%s", cmd, err, out)
 		}
 	}
-	out, err := run(t, time.Minute, "gen", "--no-such-flag")
+	out, err := run(t, hangGuard, "gen", "--no-such-flag")
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 {
 		t.Errorf("gen --no-such-flag: %v, want exit status 2\n%s", err, out)
 	}
@@ -230,7 +234,7 @@ func TestServeRefusesAllInterfaces(t *testing.T) {
 		{"serve", "--dir", set.Dir, "--addr", ":0"},
 		{"demo", "--dir", set.Dir, "--addr", "[::]:0"},
 	} {
-		out, err := run(t, time.Minute, args...)
+		out, err := run(t, hangGuard, args...)
 		if err == nil || !strings.Contains(out, "--public") {
 			t.Errorf("%v: %v, want a refusal naming --public\n%s", args, err, out)
 		}
@@ -249,7 +253,7 @@ func TestServeRefusesAllInterfaces(t *testing.T) {
 // that serving its set with 4 daemons works.
 func TestGenDefaultsServeFourDaemons(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "set")
-	out, err := run(t, time.Minute, "gen", "--dir", dir, "--cols", "4", "--rows", "3", "--tile-w", "80", "--tile-h", "60")
+	out, err := run(t, hangGuard, "gen", "--dir", dir, "--cols", "4", "--rows", "3", "--tile-w", "80", "--tile-h", "60")
 	if err != nil {
 		t.Fatalf("gen: %v\n%s", err, out)
 	}
@@ -258,7 +262,7 @@ func TestGenDefaultsServeFourDaemons(t *testing.T) {
 		t.Fatalf("gen made %+v (%v), want 4 nodes x2 replicas", s, err)
 	}
 	png := filepath.Join(t.TempDir(), "v.png")
-	out, err = run(t, time.Minute, "view", "--daemons", "4", "--dir", dir, "--window", "100x100", "--out", png)
+	out, err = run(t, hangGuard, "view", "--daemons", "4", "--dir", dir, "--window", "100x100", "--out", png)
 	if err != nil || !strings.Contains(out, "4 daemons over pcor") {
 		t.Fatalf("view --daemons 4 on gen's set: %v\n%s", err, out)
 	}
@@ -278,8 +282,8 @@ func TestServeDaemonsInterruptExitsZero(t *testing.T) {
 		if err != nil {
 			t.Errorf("serve --daemons 2 after SIGINT: %v\n%s", err, lines())
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("serve still running 30 s after SIGINT")
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("serve still running 2 minutes after SIGINT")
 	}
 }
 
@@ -330,8 +334,8 @@ func startServing(t *testing.T, cmd *exec.Cmd) (url string, done <-chan error, l
 	case url = <-urlc:
 	case err := <-dc:
 		t.Fatalf("%v exited: %v\n%s", cmd.Args, err, lines())
-	case <-time.After(90 * time.Second):
-		t.Fatalf("no URL after 90 s:\n%s", lines())
+	case <-time.After(5 * time.Minute):
+		t.Fatalf("no URL after 5 minutes:\n%s", lines())
 	}
 	return url, dc, lines
 }
@@ -342,10 +346,10 @@ func TestViewDaemonsEqualsLocal(t *testing.T) {
 	_, _, set := programs(t)
 	dir := t.TempDir()
 	local, cl := filepath.Join(dir, "local.png"), filepath.Join(dir, "cluster.png")
-	if out, err := run(t, time.Minute, "view", "--dir", set.Dir, "--paper", "4", "--window", "300x300", "--out", local); err != nil {
+	if out, err := run(t, hangGuard, "view", "--dir", set.Dir, "--paper", "4", "--window", "300x300", "--out", local); err != nil {
 		t.Fatalf("local view: %v\n%s", err, out)
 	}
-	out, err := run(t, time.Minute, "view", "--daemons", "3", "--dir", set.Dir, "--paper", "4", "--window", "300x300", "--out", cl)
+	out, err := run(t, hangGuard, "view", "--daemons", "3", "--dir", set.Dir, "--paper", "4", "--window", "300x300", "--out", cl)
 	if err != nil || !strings.Contains(out, "3 daemons over pcor") {
 		t.Fatalf("view --daemons 3: %v\n%s", err, out)
 	}
@@ -392,10 +396,10 @@ func TestDemoServesUntilInterrupted(t *testing.T) {
 	}
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
+		deadline := time.Now().Add(2 * time.Minute)
 		for !cond() {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within 30 s\n%s", what, lines())
+				t.Fatalf("%s: not within 2 minutes\n%s", what, lines())
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
@@ -453,8 +457,8 @@ func TestDemoServesUntilInterrupted(t *testing.T) {
 		if err != nil {
 			t.Errorf("demo after SIGINT: %v\n%s", err, lines())
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("demo still running 30 s after SIGINT")
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("demo still running 2 minutes after SIGINT")
 	}
 	// The restarted daemon is not pcorrun's: it leaves when the viewer does.
 	select {
@@ -462,8 +466,8 @@ func TestDemoServesUntilInterrupted(t *testing.T) {
 		if err != nil {
 			t.Errorf("restarted daemon: %v", err)
 		}
-	case <-time.After(15 * time.Second):
+	case <-time.After(time.Minute):
 		rc.Process.Kill()
-		t.Errorf("restarted daemon still running 15 s after the viewer left")
+		t.Errorf("restarted daemon still running a minute after the viewer left")
 	}
 }
