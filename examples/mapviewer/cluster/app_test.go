@@ -51,6 +51,11 @@ func (a *app) join(ctx context.Context, rank int) (*Process, error) {
 	return Join(ctx, pcor.JoinConfig{Coord: a.addr, JobKey: a.key, Rank: rank, Size: a.size, Directory: directory.ServeNever})
 }
 
+// testRequestTimeout bounds a request in the tests: a guard against a
+// hang, sized for the race detector on a machine shared with much other
+// work, where a 300-tile view can take minutes.
+const testRequestTimeout = 10 * time.Minute
+
 // env is the environment pcorrun gives the process of a rank.
 func (a *app) env(rank int) []string {
 	return []string{
@@ -72,7 +77,7 @@ func (a *app) viewer(t *testing.T, set tiles.Set) (*Process, *Loader) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { v.Close() })
-	l, err := v.Viewer(ctx, set, 0)
+	l, err := v.Viewer(ctx, set, testRequestTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,7 +85,7 @@ func renderRegion(t *testing.T, l loader.Loader, set tiles.Set, i int) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), testRequestTimeout)
 	defer cancel()
 	res, err := view.Render(ctx, l, p)
 	if err != nil {
@@ -299,7 +299,7 @@ func TestDaemonRestartRejoins(t *testing.T) {
 		fmt.Fprintf(&log, f+"\n", args...)
 		logMu.Unlock()
 	}
-	l, err := v.Viewer(ctx, set, 0)
+	l, err := v.Viewer(ctx, set, testRequestTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
