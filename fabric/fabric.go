@@ -106,7 +106,13 @@ type Waiter interface {
 	// deadline has passed.
 	Wait(msgs [][]byte, deadline time.Time) (int, error)
 
-	// Interrupt makes the Wait in progress, or else the next one, return.
+	// Park is Receive (the goroutine waits without holding a thread) that
+	// also returns 0 and a nil error when Interrupt is called: the wait of
+	// the goroutine that owns the port while no thread drives it.
+	Park(msgs [][]byte) (int, error)
+
+	// Interrupt makes the Wait or Park in progress, or else the next one,
+	// return.
 	Interrupt() error
 }
 

@@ -12,13 +12,20 @@
 // Inside a Node one dispatcher per fabric port multiplexes all threads over
 // that port: it cuts messages into fragments of at most 64 KiB, reassembles
 // them by bitmap, acknowledges and retransmits, and refuses (BUSY) what it
-// has no memory for so that senders slow down instead of losing data.
-// Messages between threads of the same process never touch a fabric.
+// has no memory for so that senders slow down instead of losing data. A
+// thread blocked in Send, Recv or Wait drives the port its message comes
+// through itself (caller-driven progress), so that the message needs no
+// hand-off between threads; the dispatcher takes over when no thread
+// waits. Messages between threads of the same process never touch a
+// fabric.
 //
 // Send buffers: the data slice given to Isend is read by the library until
 // the request completes (Test reports true or Wait returns); it must not be
-// modified before then. Send returns only when the destination process has
-// accepted the whole message, so its buffer is free again on return.
+// modified before then. Send returns once its buffer may be reused: a
+// message of at most EagerLimit bytes to another process is copied and
+// Send returns at once (a later delivery failure is reported by the next
+// send to that process); Ssend returns only when the destination process
+// has accepted the whole message.
 //
 // A node is made in one of three ways: NewNode with its peers given by
 // hand (Config.Peers, AddPeer); Join, which meets the others through the

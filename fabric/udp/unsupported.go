@@ -35,4 +35,5 @@ func (*Port) Kind() string                                  { return "udp" }
 func (*Port) Alloc(n int) []byte                            { return make([]byte, n) }
 func (*Port) Close() error                                  { return nil }
 func (*Port) Wait([][]byte, time.Time) (int, error)         { return 0, ErrUnsupported }
+func (*Port) Park([][]byte) (int, error)                    { return 0, ErrUnsupported }
 func (*Port) Interrupt() error                              { return ErrUnsupported }

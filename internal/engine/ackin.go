@@ -27,6 +27,7 @@ func (p *peer) onAck(a *wire.AckBody, d *dispatcher) {
 	if fastRetrans {
 		d.c.fastRetrans.Add(1)
 	}
+	d.c.msgsSent.Add(b.posted)
 	for _, r := range b.done {
 		if r.complete(nil) {
 			d.c.msgsSent.Add(1)
@@ -156,7 +157,9 @@ func inSack(a *wire.AckBody, seq uint64) bool {
 	return false
 }
 
-// ackedLocked counts fragment en as delivered. p.mu is held.
+// ackedLocked counts fragment en as delivered. p.mu is held. A posted
+// send completes here (nobody waits for it), so that its entry leaving the
+// stream afterwards frees it.
 func (p *peer) ackedLocked(en *txEntry, b *batch) {
 	if en.kind != wire.Data || en.req == nil {
 		return
@@ -164,6 +167,12 @@ func (p *peer) ackedLocked(en *txEntry, b *batch) {
 	r := en.req
 	r.acked++
 	if r.acked == r.nfrag && !r.canceled {
+		if r.pooled {
+			if r.complete(nil) {
+				b.posted++
+			}
+			return
+		}
 		b.done = append(b.done, r)
 	}
 }

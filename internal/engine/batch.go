@@ -12,6 +12,8 @@ type batch struct {
 	heads [][wire.HeaderSize]byte
 	acks  [][]byte
 	done  []*Request
+	// posted: posted sends completed (and counted) while p.mu was held
+	posted uint64
 	// piggy: data datagrams carry ackCum, the receive stream's cumulative
 	// point, as an acknowledgement.
 	piggy  bool
@@ -31,7 +33,7 @@ func (b *batch) reset() {
 	b.ports = b.ports[:0]
 	clear(b.done)
 	b.done = b.done[:0]
-	b.piggy, b.ackCum = false, 0
+	b.piggy, b.ackCum, b.posted = false, 0, 0
 }
 
 // ackScratch returns space for the i-th acknowledgement body of a batch.

@@ -17,7 +17,9 @@ type dispatcher struct {
 	idx  int
 	c    counters
 
-	// Used only by the dispatcher goroutine.
+	prog progress // who receives and handles: see progress.go
+
+	// Used only by the holder of the progress token.
 	touched   []*peer
 	wake      []match // receives to complete once the batch is acknowledged
 	fwd       []fabric.Datagram
@@ -33,22 +35,39 @@ type busyReply struct {
 	h wire.Header
 }
 
-// loop is the dispatcher: it receives batches of datagrams, handles each,
-// then acknowledges once per peer per batch.
+// loop is the dispatcher: while it holds the port's progress token it
+// receives batches of datagrams, handles each, then acknowledges once per
+// peer per batch; while a thread drives the port it sleeps (see
+// progress.go).
 func (d *dispatcher) loop() {
 	defer d.e.wg.Done()
-	n := d.fab.BatchSize()
-	if n <= 0 {
-		n = 1
-	}
-	msgs := make([][]byte, n)
+	pr := &d.prog
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	idle := 0
 	for {
+		if pr.waiter != nil && pr.state.Load() != tokDispatcher {
+			if !d.reclaim(&t) {
+				return
+			}
+			continue
+		}
+		pr.drive.Lock()
+		if pr.waiter != nil && pr.state.Load() != tokDispatcher {
+			pr.drive.Unlock()
+			continue
+		}
 		var k int
 		var err error
-		if d.mode == Polling {
-			k, err = d.fab.Poll(msgs)
+		switch {
+		case d.mode == Polling:
+			k, err = d.fab.Poll(pr.msgs)
 			if k == 0 && err == nil {
+				pr.drive.Unlock()
 				if d.e.closed.Load() {
 					return
 				}
@@ -59,10 +78,13 @@ func (d *dispatcher) loop() {
 				continue
 			}
 			idle = 0
-		} else {
-			k, err = d.fab.Receive(msgs)
+		case pr.waiter != nil:
+			k, err = pr.waiter.Park(pr.msgs)
+		default:
+			k, err = d.fab.Receive(pr.msgs)
 		}
 		if err != nil {
+			pr.drive.Unlock()
 			if d.e.closed.Load() || errors.Is(err, fabric.ErrClosed) {
 				return
 			}
@@ -70,12 +92,10 @@ func (d *dispatcher) loop() {
 			time.Sleep(time.Millisecond)
 			continue
 		}
-		now := nanotime()
-		for i := 0; i < k; i++ {
-			d.handle(msgs[i], now)
-			msgs[i] = nil
+		if k > 0 {
+			d.handleBatch(pr.msgs[:k])
 		}
-		d.flush()
+		pr.drive.Unlock()
 	}
 }
 

@@ -58,6 +58,12 @@ func (ep *Endpoint) Send(ctx context.Context, dstProc ProcID, dstThread ThreadID
 	return r.waitOrCancel(ctx)
 }
 
+// Post sends a copy of data (at most EagerLimit bytes) to a thread of
+// another process and returns once the copy is queued (see Engine.Post).
+func (ep *Endpoint) Post(dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) error {
+	return ep.e.Post(ep.id, dstProc, dstThread, tag, data)
+}
+
 // Recv receives a message from srcProc and srcThread (wildcards allowed)
 // with tag (or AnyTag) into buf (nil: the engine allocates). It returns the
 // endpoint's own request, valid until the next Recv, with the message; a

@@ -25,14 +25,17 @@ type Engine struct {
 	peersMu sync.Mutex
 	peers   atomic.Pointer[map[ProcID]*peer]
 
-	portsMu sync.Mutex
-	ports   []*dispatcher
+	portsMu  sync.Mutex
+	ports    []*dispatcher
+	portList atomic.Pointer[[]*dispatcher] // ports, read without the lock
 
 	localMu      sync.Mutex
 	localQ       []*Request
 	localWaiting atomic.Int32
 
 	batches sync.Pool
+	posts   sync.Pool    // requests of posted sends
+	posted  atomic.Int64 // posted sends not yet acknowledged or failed
 
 	closing   chan struct{}
 	closed    atomic.Bool
@@ -71,7 +74,10 @@ func (e *Engine) AddPort(fab fabric.Port, mode Mode) (int, error) {
 	e.portsMu.Lock()
 	defer e.portsMu.Unlock()
 	d := &dispatcher{e: e, fab: fab, mode: mode, idx: len(e.ports)}
+	d.prog.init(fab)
 	e.ports = append(e.ports, d)
+	ps := append([]*dispatcher(nil), e.ports...)
+	e.portList.Store(&ps)
 	e.wg.Add(1)
 	go d.loop()
 	return d.idx, nil
@@ -286,6 +292,7 @@ func (e *Engine) putBatch(b *batch) {
 // and releases the ports. It is idempotent.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
+		e.lingerPosted()
 		// Acknowledge what arrived, so that senders of messages this
 		// process received do not see it as lost.
 		for _, p := range *e.peers.Load() {

@@ -218,7 +218,9 @@ func (p *peer) fail(err error) {
 	reqs := p.drainTxLocked()
 	p.mu.Unlock()
 	for _, r := range reqs {
-		r.complete(err)
+		if r.complete(err) {
+			r.free() // a request appears once per fragment: free it once
+		}
 	}
 }
 

@@ -46,6 +46,17 @@ type Request struct {
 	owned     *mcb
 	ownerPeer atomic.Pointer[peer]
 
+	// via is the port a waiter drives (set when the request is posted);
+	// driver is that port while the waiter drives it, so that completing
+	// the request wakes it from the fabric.
+	via    *dispatcher
+	driver atomic.Pointer[dispatcher]
+
+	// A posted send (Post) owns a pooled copy of the data and goes back
+	// to the pool once acknowledged.
+	pooled bool
+	box    *[]byte
+
 	// refs counts the fragments in flight that point at this send.
 	refs atomic.Int32
 
@@ -110,6 +121,9 @@ func (r *Request) complete(err error) bool {
 	r.err = err
 	r.state.Store(stateDone)
 	r.done <- struct{}{}
+	if d := r.driver.Load(); d != nil {
+		d.interrupt()
+	}
 	return true
 }
 
@@ -127,6 +141,15 @@ func (r *Request) Wait(ctx context.Context) error {
 	if r.state.Load() == stateDone {
 		return r.err
 	}
+	if r.via != nil {
+		return r.via.wait(r, ctx)
+	}
+	return r.chanWait(ctx)
+}
+
+// chanWait blocks until r completes or ctx ends, while others drive the
+// port.
+func (r *Request) chanWait(ctx context.Context) error {
 	select {
 	case <-r.done:
 		return r.err

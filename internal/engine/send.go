@@ -9,6 +9,7 @@ import (
 // into the receive table for a thread of this process), a receive is
 // matched against the messages that arrived or waits in the table.
 func (e *Engine) post(r *Request) {
+	r.via = e.drivePort(r)
 	if r.kind == sendReq {
 		e.isend(r)
 	} else {

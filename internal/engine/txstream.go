@@ -86,8 +86,8 @@ func (t *txStream) pop() {
 	} else if e.need {
 		t.nNeed--
 	}
-	if e.req != nil {
-		e.req.refs.Add(-1)
+	if e.req != nil && e.req.refs.Add(-1) == 0 {
+		e.req.free()
 	}
 	t.ring[t.rhead] = txEntry{}
 	t.rhead = (t.rhead + 1) % len(t.ring)

@@ -1,0 +1,89 @@
+package engine
+
+import "time"
+
+// Buffered sends.
+//
+// Post sends a copy of a small message: the data is copied into a pooled
+// buffer and queued, and the call returns at once, as MPI's eager Send
+// does. The engine keeps the copy until the destination has acknowledged
+// it (the acknowledgement usually rides on the destination's next data),
+// retransmitting from it if need be, then returns buffer and request to
+// their pools: nothing is allocated per message. A delivery that fails
+// after Post returned (the destination process is found dead or
+// unreachable) is reported by the next send to that process, which fails
+// with the same error. Endpoint.Send, by contrast, waits until the
+// destination has accepted the message (MPI's Ssend).
+
+// EagerLimit is the largest message Post takes.
+const EagerLimit = 16 << 10
+
+// Post sends a copy of data from thread src to thread dstThread of process
+// dstProc with tag and returns once the copy is queued. data may be reused
+// at once. It fails at once for a destination known to be down or
+// unreachable, after Close, and for data longer than EagerLimit
+// (ErrTooLarge). Messages to threads of this process are not posted: use
+// NewSend.
+func (e *Engine) Post(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) error {
+	if len(data) > EagerLimit || dstProc == e.cfg.Proc {
+		return ErrTooLarge
+	}
+	r, _ := e.posts.Get().(*Request)
+	if r == nil {
+		r = newRequest(e, sendReq)
+		r.pooled = true // for the request's whole life
+	}
+	r.reset()
+	r.refs.Store(1) // held until isend has returned: nobody frees r before
+	r.kind = sendReq
+	r.setSend(src, dstProc, dstThread, tag, nil)
+	r.data, r.box = e.bufs.get(len(data))
+	copy(r.data, data)
+	e.posted.Add(1)
+	e.isend(r)
+	var err error
+	if r.state.Load() == stateDone {
+		err = r.err // failed at once
+	}
+	r.refs.Add(-1)
+	r.free()
+	return err
+}
+
+// lingerPosted gives posted sends still unacknowledged a while to be
+// acknowledged before Close fails them, as a program that posts its last
+// messages and closes expects them delivered: at most the unreachable
+// timeout, and no more than two seconds.
+func (e *Engine) lingerPosted() {
+	if e.posted.Load() == 0 {
+		return
+	}
+	deadline := time.Now().Add(min(e.cfg.UnreachableTimeout, 2*time.Second))
+	for e.posted.Load() > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Microsecond)
+	}
+}
+
+// free returns a posted request and its buffer to their pools once it has
+// completed and no fragment in flight refers to it. It is called where
+// the last reference goes: under the peer's mutex when the entry leaves
+// the send stream, or by the one that failed the request after draining
+// the stream.
+//
+// Whoever sees the request done with no reference left frees it; the swap
+// of refs to freedRefs makes sure only one does, even one that looks at a
+// request already freed and posted again (pooled never changes, state and
+// refs are atomic).
+func (r *Request) free() {
+	if !r.pooled || r.state.Load() != stateDone || !r.refs.CompareAndSwap(0, freedRefs) {
+		return
+	}
+	e := r.eng
+	e.posted.Add(-1)
+	e.bufs.put(r.data, r.box)
+	r.data, r.box = nil, nil
+	e.posts.Put(r)
+}
+
+// freedRefs marks a posted request that is back in the pool.
+const freedRefs = -1 << 30

@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric/faulty"
+	"github.com/pcor-go/pcor/fabric/mem"
+)
+
+// Posted messages arrive in order and intact although the sender reuses
+// its buffer at once and the network loses, duplicates and reorders
+// datagrams; every posted request goes back to the pool.
+func TestPostOverLossyNetwork(t *testing.T) {
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	fa := faulty.Wrap(a, faulty.Faults{Seed: 11, Loss: 0.1, Duplicate: 0.05, Reorder: 0.1})
+	e0, e1 := pair(t, fa, b, Config{MinRTO: time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const msgs = 500
+	buf := make([]byte, 0, EagerLimit)
+	go func() {
+		for i := 0; i < msgs; i++ {
+			buf = append(buf[:0], fmt.Sprint(i)...)
+			buf = append(buf, pattern(i*31%EagerLimit, uint64(i))...)
+			if err := e0.Post(1, 1, 2, 7, buf); err != nil {
+				t.Error(err)
+				return
+			}
+			clear(buf) // reused at once
+		}
+	}()
+	for i := 0; i < msgs; i++ {
+		r := recv(e1, 2, 0, 1, 7)
+		if err := r.Wait(ctx); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		want := append([]byte(fmt.Sprint(i)), pattern(i*31%EagerLimit, uint64(i))...)
+		if !bytes.Equal(r.Data(), want) {
+			t.Fatalf("message %d differs", i)
+		}
+	}
+	// Every posted message is acknowledged in the end.
+	deadline := time.Now().Add(30 * time.Second)
+	for e0.Stats()[0].MessagesSent < msgs {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d posted messages acknowledged", e0.Stats()[0].MessagesSent, msgs)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// A Post to a process that no longer answers returns at once; the failure
+// is reported by a later send to it.
+func TestPostLateFailure(t *testing.T) {
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	e0, e1 := pair(t, a, b, Config{UnreachableTimeout: 200 * time.Millisecond})
+	e1.Close()
+	if err := e0.Post(0, 1, 0, 1, []byte("into the void")); err != nil {
+		t.Fatalf("Post = %v, want nil (the failure comes later)", err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := e0.Post(0, 1, 0, 1, []byte("again"))
+		var ue *UnreachableError
+		if errors.As(err, &ue) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("Post = %v, want an UnreachableError", err)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a dead destination was never reported")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := e0.Post(0, 1, 0, 1, make([]byte, EagerLimit+1)); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("Post of %d bytes = %v, want ErrTooLarge", EagerLimit+1, err)
+	}
+}
+
+// A ping-pong of posted messages over UDP is driven by the waiting
+// threads and allocates nothing per message.
+func TestPostPingPongAllocs(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			es := udpEngines(t, 2, mode)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			stop := make(chan struct{})
+			defer close(stop)
+			go func() {
+				ep := es[1].Endpoint(1)
+				buf := make([]byte, 64)
+				for {
+					r, err := ep.Recv(ctx, 0, 0, 5, buf)
+					if err != nil {
+						return
+					}
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					ep.Post(0, 0, 6, r.Data())
+				}
+			}()
+			ep := es[0].Endpoint(0)
+			msg, buf := []byte("ping"), make([]byte, 64)
+			round := func() {
+				if err := ep.Post(1, 1, 5, msg); err != nil {
+					t.Fatal(err)
+				}
+				r, err := ep.Recv(ctx, 1, 1, 6, buf)
+				if err != nil || string(r.Data()) != "ping" {
+					t.Fatalf("%v, %v", r, err)
+				}
+			}
+			for i := 0; i < 200; i++ {
+				round()
+			}
+			if raceEnabled {
+				return // sync.Pool drops items on purpose under the race detector
+			}
+			if a := testing.AllocsPerRun(200, round); a > 0.1 {
+				t.Errorf("%.2f allocations per round trip", a)
+			}
+		})
+	}
+}
+
+// Messages posted just before Close are still delivered over a lossy
+// network: Close waits a little for their acknowledgements (retransmitting
+// meanwhile) rather than failing them at once.
+func TestPostThenClose(t *testing.T) {
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	fa := faulty.Wrap(a, faulty.Faults{Seed: 5, Loss: 0.3})
+	e0, e1 := pair(t, fa, b, Config{MinRTO: time.Millisecond})
+	es := []*Engine{e0, e1}
+	for i := 0; i < 10; i++ {
+		if err := es[0].Post(0, 1, 0, Tag(i), []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es[0].Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for i := 0; i < 10; i++ {
+		r := recv(es[1], 0, 0, 0, Tag(i))
+		if err := r.Wait(ctx); err != nil || len(r.Data()) != 1 || r.Data()[0] != byte(i) {
+			t.Fatalf("message %d: %v, %v", i, r.Data(), err)
+		}
+	}
+}

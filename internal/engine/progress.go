@@ -1,0 +1,334 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric"
+)
+
+// Caller-driven progress.
+//
+// Each port has one progress token: whoever holds it receives and handles
+// the port's datagrams. A thread blocked in Wait (Send, Recv) whose
+// message comes through the port takes the token and drives the port
+// itself, so that the datagram that completes its request is read by the
+// thread that waits for it: no hand-over to another thread, which on a
+// machine whose idle CPUs halt costs tens of microseconds per wake-up.
+// When the driving thread's request completes it lets go of the token: the
+// port is then unattended until the next thread takes it, or until the
+// dispatcher goroutine takes it back after grace (so an application that
+// stops calling in still gets its acknowledgements sent and its
+// forwarding done). The dispatcher holds the token whenever no thread
+// drives the port and sleeps in the fabric; an idle node burns nothing.
+// Threads that find the port driven by another wait on their request as
+// before; a driver that leaves while others wait hands the token to the
+// dispatcher at once.
+//
+// Only fabrics that implement fabric.Waiter can be driven by callers; on
+// the others the dispatcher always holds the token.
+
+// Token holders.
+const (
+	tokDispatcher int32 = iota // the dispatcher goroutine
+	tokFree                    // nobody: the port is unattended
+	tokThread                  // a waiting thread drives the port
+)
+
+const (
+	// progressGrace is how long a port may stay unattended before the
+	// dispatcher takes the token back.
+	progressGrace = time.Millisecond
+	// driveSpin is how long a driving thread polls the fabric before it
+	// sleeps in it (blocking mode): the answer to a message often comes
+	// within it, and polling costs no wake-up.
+	driveSpin = 50 * time.Microsecond
+	// driveSlice bounds each sleep of a driving thread in the fabric, so
+	// that it notices its context ending and does not hold its share of
+	// GOMAXPROCS for long.
+	driveSlice = time.Millisecond
+	// driveIdle is how long a driving thread waits for its message before
+	// it gives the port back to the dispatcher and waits like the others.
+	driveIdle = 20 * time.Millisecond
+)
+
+// progress is the token of one port and what its holders share.
+type progress struct {
+	waiter   fabric.Waiter // nil: the port cannot be driven by callers
+	state    atomic.Int32
+	released atomic.Int64 // nanotime at which the port was last left unattended
+	waiters  atomic.Int32 // threads waiting on their request for this port
+	sleeping atomic.Bool  // the driving thread sleeps in the fabric
+	nudge    chan struct{}
+
+	// drive is held by whoever receives and handles datagrams: the
+	// dispatcher for each batch, a driving thread while it drives.
+	drive sync.Mutex
+	msgs  [][]byte // receive slots, guarded by drive
+
+	leads, steals, handbacks atomic.Uint64
+}
+
+func (pr *progress) init(fab fabric.Port) {
+	if w, ok := fab.(fabric.Waiter); ok {
+		pr.waiter = w
+	}
+	pr.nudge = make(chan struct{}, 1)
+	n := fab.BatchSize()
+	if n <= 0 {
+		n = 1
+	}
+	pr.msgs = make([][]byte, n)
+}
+
+// wake makes the dispatcher look at the token.
+func (pr *progress) wake() {
+	select {
+	case pr.nudge <- struct{}{}:
+	default:
+	}
+}
+
+// interrupt wakes a driving thread asleep in the fabric.
+func (d *dispatcher) interrupt() {
+	if d.prog.sleeping.Load() {
+		d.prog.waiter.Interrupt()
+	}
+}
+
+// drivePort is the port a waiter of r would drive, or nil when r does not
+// wait on a fabric (a message between threads of this process) or the
+// port cannot be driven. It is found when r starts, before anyone else
+// sees r.
+func (e *Engine) drivePort(r *Request) *dispatcher {
+	proc := r.srcProc
+	if r.kind == sendReq {
+		proc = r.dstProc
+	}
+	if proc == e.cfg.Proc {
+		return nil
+	}
+	var d *dispatcher
+	if proc != AnyProc {
+		if p := e.peer(proc); p != nil {
+			if rt := p.ctrl(); rt != nil {
+				d = rt.disp
+			}
+		}
+	}
+	if d == nil {
+		d = e.firstPort()
+	}
+	if d == nil || d.prog.waiter == nil {
+		return nil
+	}
+	return d
+}
+
+func (e *Engine) firstPort() *dispatcher {
+	if ps := e.portList.Load(); ps != nil && len(*ps) > 0 {
+		return (*ps)[0]
+	}
+	return nil
+}
+
+// wait blocks until r completes or ctx ends, driving d when it can.
+func (d *dispatcher) wait(r *Request, ctx context.Context) error {
+	pr := &d.prog
+	for {
+		if r.state.Load() == stateDone {
+			return r.err
+		}
+		if d.tryLead() {
+			err, done, held := d.driveFor(r, ctx)
+			if held {
+				d.letGo()
+			}
+			if done {
+				return err
+			}
+		}
+		// Someone else drives the port (or this thread gave up): wait on
+		// the request. Announce the wait first, then look at the token
+		// again: a driver leaving meanwhile either sees this waiter and
+		// hands the token to the dispatcher, or leaves it unattended for
+		// this thread to take.
+		pr.waiters.Add(1)
+		if pr.state.Load() == tokFree && r.state.Load() != stateDone {
+			pr.waiters.Add(-1)
+			continue
+		}
+		err := r.chanWait(ctx)
+		pr.waiters.Add(-1)
+		return err
+	}
+}
+
+// tryLead takes the token for the calling thread: from nobody, or from the
+// dispatcher if no other thread waits on the port (those are served by the
+// dispatcher; taking the token from it costs it a wake-up).
+func (d *dispatcher) tryLead() bool {
+	pr := &d.prog
+	for {
+		switch pr.state.Load() {
+		case tokFree:
+			if pr.state.CompareAndSwap(tokFree, tokThread) {
+				pr.leads.Add(1)
+				return true
+			}
+		case tokDispatcher:
+			if pr.waiters.Load() > 0 {
+				return false
+			}
+			if pr.state.CompareAndSwap(tokDispatcher, tokThread) {
+				pr.leads.Add(1)
+				pr.steals.Add(1)
+				if d.mode == Blocking {
+					pr.waiter.Interrupt() // the dispatcher leaves the fabric
+				}
+				return true
+			}
+		default:
+			return false
+		}
+	}
+}
+
+// letGo gives up the token after driving: unattended, or to the
+// dispatcher at once if other threads wait on the port.
+func (d *dispatcher) letGo() {
+	pr := &d.prog
+	pr.released.Store(nanotime())
+	pr.state.Store(tokFree)
+	if pr.waiters.Load() > 0 && pr.state.CompareAndSwap(tokFree, tokDispatcher) {
+		pr.handbacks.Add(1)
+		pr.wake()
+	}
+}
+
+// giveBack hands the token to the dispatcher (a driver that waited too
+// long). The driver may still hold drive: the dispatcher takes it once
+// the driver lets go.
+func (d *dispatcher) giveBack() {
+	pr := &d.prog
+	pr.state.Store(tokDispatcher)
+	pr.handbacks.Add(1)
+	pr.wake()
+}
+
+// driveFor drives the port until r completes (done), ctx ends (done, with
+// its error), or the message is long in coming (not done: the token went
+// back to the dispatcher and the caller waits on r). held reports whether
+// the caller still holds the token.
+func (d *dispatcher) driveFor(r *Request, ctx context.Context) (err error, done, held bool) {
+	pr := &d.prog
+	e := d.e
+	pr.drive.Lock()
+	defer pr.drive.Unlock()
+	r.driver.Store(d)
+	defer r.driver.Store(nil)
+	start := nanotime()
+	spinUntil := start + int64(driveSpin)
+	for polls := 0; ; polls++ {
+		if r.state.Load() == stateDone {
+			return r.err, true, true
+		}
+		if e.closed.Load() {
+			return nil, false, true
+		}
+		if polls%64 == 63 && ctx.Err() != nil {
+			return ctx.Err(), true, true
+		}
+		var k int
+		var err error
+		now := nanotime()
+		if d.mode == Polling || now < spinUntil {
+			k, err = d.fab.Poll(pr.msgs)
+			if k == 0 && err == nil {
+				if polls%64 == 63 {
+					runtime.Gosched()
+				}
+				continue
+			}
+		} else {
+			if now-start > int64(driveIdle) {
+				// A long wait: let the dispatcher serve it, holding no
+				// thread.
+				d.giveBack()
+				return nil, false, false
+			}
+			if ctx.Err() != nil {
+				return ctx.Err(), true, true
+			}
+			pr.sleeping.Store(true)
+			if r.state.Load() == stateDone {
+				pr.sleeping.Store(false)
+				return r.err, true, true
+			}
+			k, err = pr.waiter.Wait(pr.msgs, time.Now().Add(driveSlice))
+			pr.sleeping.Store(false)
+		}
+		if err != nil {
+			if e.closed.Load() {
+				return nil, false, true
+			}
+			// A deadline (the slice ran out) or a fabric error: look again.
+			continue
+		}
+		if k > 0 {
+			d.handleBatch(pr.msgs[:k])
+		}
+	}
+}
+
+// handleBatch handles received datagrams and sends what they call for.
+// The caller holds the token and drive.
+func (d *dispatcher) handleBatch(msgs [][]byte) {
+	now := nanotime()
+	for i := range msgs {
+		d.handle(msgs[i], now)
+		msgs[i] = nil
+	}
+	d.flush()
+}
+
+// reclaim waits, as the dispatcher, until the token is the dispatcher's:
+// given back, or left unattended for progressGrace. It reports false when
+// the engine closes.
+func (d *dispatcher) reclaim(t **time.Timer) bool {
+	pr := &d.prog
+	e := d.e
+	for {
+		var wait time.Duration
+		switch pr.state.Load() {
+		case tokDispatcher:
+			return true
+		case tokFree:
+			idle := time.Duration(nanotime() - pr.released.Load())
+			if idle >= progressGrace {
+				if pr.state.CompareAndSwap(tokFree, tokDispatcher) {
+					return true
+				}
+				continue
+			}
+			wait = progressGrace - idle
+		default:
+			wait = progressGrace
+		}
+		if *t == nil {
+			*t = time.NewTimer(wait)
+		} else {
+			(*t).Reset(wait)
+		}
+		select {
+		case <-pr.nudge:
+			(*t).Stop()
+		case <-(*t).C:
+		case <-e.closing:
+			return false
+		}
+	}
+}

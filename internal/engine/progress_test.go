@@ -1,0 +1,298 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric/udp"
+)
+
+// Caller-driven progress over real UDP sockets (the fabric that can be
+// driven by callers).
+
+var modes = []Mode{Blocking, Polling}
+
+func udpPort(t testing.TB) *udp.Port {
+	t.Helper()
+	p, err := udp.Listen("127.0.0.1:0", udp.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// udpEngines makes n engines (procs 0..n-1), each with one UDP port in
+// mode, all peers of each other.
+func udpEngines(t testing.TB, n int, mode Mode) []*Engine {
+	t.Helper()
+	es := make([]*Engine, n)
+	ports := make([]*udp.Port, n)
+	for i := range es {
+		e, err := New(Config{Proc: ProcID(i), JobKey: 0xbeef})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = udpPort(t)
+		if _, err := e.AddPort(ports[i], mode); err != nil {
+			t.Fatal(err)
+		}
+		es[i] = e
+		t.Cleanup(func() { e.Close() })
+	}
+	for i, e := range es {
+		for j := range es {
+			if i != j {
+				if err := e.SetPeer(ProcID(j), 0, ports[j].LocalEndpoint().String()); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	return es
+}
+
+func send(t testing.TB, e *Engine, src ThreadID, dst ProcID, dth ThreadID, tag Tag, data []byte) *Request {
+	r := newRequest(e, sendReq)
+	r.setSend(src, dst, dth, tag, data)
+	r.ackNow = true
+	e.post(r)
+	return r
+}
+
+func recv(e *Engine, dst ThreadID, src ProcID, sth ThreadID, tag Tag) *Request {
+	r := newRequest(e, recvReq)
+	r.setRecv(dst, src, sth, tag, nil)
+	e.post(r)
+	return r
+}
+
+// waitLead waits until a thread drives e's port.
+func waitLead(t *testing.T, e *Engine) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.ports[0].prog.leads.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the waiting thread never drove the port")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// A ping-pong is driven by the waiting threads: their port's token is
+// taken by them (leads) and the data reaches them without the dispatcher.
+func TestDrivePingPong(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			es := udpEngines(t, 2, mode)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			done := make(chan error, 1)
+			const n = 200
+			go func() {
+				for i := 0; i < n; i++ {
+					r := recv(es[1], 1, 0, 0, 5)
+					if err := r.Wait(ctx); err != nil {
+						done <- err
+						return
+					}
+					if err := send(t, es[1], 1, 0, 0, 6, r.Data()).Wait(ctx); err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- nil
+			}()
+			for i := 0; i < n; i++ {
+				msg := []byte(fmt.Sprint(i))
+				if err := send(t, es[0], 0, 1, 1, 5, msg).Wait(ctx); err != nil {
+					t.Fatal(err)
+				}
+				r := recv(es[0], 0, 1, 1, 6)
+				if err := r.Wait(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.Equal(r.Data(), msg) {
+					t.Fatalf("round %d: %q", i, r.Data())
+				}
+			}
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			for i, e := range es {
+				if l := e.ports[0].prog.leads.Load(); l == 0 {
+					t.Errorf("engine %d: no thread ever drove the port", i)
+				}
+			}
+		})
+	}
+}
+
+// A driving thread whose context ends returns with its error, and the port
+// goes on: the dispatcher takes it back and a later receive gets its
+// message.
+func TestDriveCancel(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			es := udpEngines(t, 2, mode)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+			r := recv(es[0], 0, 1, 0, 1)
+			start := time.Now()
+			err := r.Wait(ctx)
+			cancel()
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Wait = %v, want the context's deadline", err)
+			}
+			if el := time.Since(start); el > 2*time.Second {
+				t.Fatalf("the ended context was noticed after %v", el)
+			}
+			r.Cancel()
+			if r.Err() != ErrCanceled {
+				t.Fatalf("cancelled receive: %v", r.Err())
+			}
+			// Unattended now: the dispatcher takes the port back and
+			// handles a message no thread waits for yet.
+			ctx2, cancel2 := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel2()
+			s := send(t, es[1], 0, 0, 0, 1, []byte("late"))
+			if err := s.Wait(ctx2); err != nil {
+				t.Fatalf("send to a port no thread drives: %v", err)
+			}
+			r = recv(es[0], 0, 1, 0, 1)
+			if err := r.Wait(ctx2); err != nil || string(r.Data()) != "late" {
+				t.Fatalf("receive after the cancel: %q, %v", r.Data(), err)
+			}
+		})
+	}
+}
+
+// Close ends a thread driving the port: its request fails with ErrClosed,
+// and no goroutine of the engine is left.
+func TestDriveClose(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			before := runtime.NumGoroutine()
+			es := udpEngines(t, 2, mode)
+			r := recv(es[0], 0, 1, 0, 1)
+			errc := make(chan error, 1)
+			go func() { errc <- r.Wait(context.Background()) }()
+			waitLead(t, es[0])
+			es[0].Close()
+			deadline := time.Now().Add(10 * time.Second)
+			select {
+			case err := <-errc:
+				if !errors.Is(err, ErrClosed) {
+					t.Fatalf("Wait after Close = %v, want ErrClosed", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Close did not end the driving thread's wait")
+			}
+			es[1].Close()
+			for runtime.NumGoroutine() > before {
+				if time.Now().After(deadline) {
+					t.Fatalf("goroutines: %d after Close, %d before", runtime.NumGoroutine(), before)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+}
+
+// A gateway whose threads drove its port once and then stopped calling in
+// still forwards: the dispatcher takes the unattended port back.
+func TestDriveGatewayForwardsWithoutThreads(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			es := udpEngines(t, 3, mode)
+			a, gw, c := es[0], es[1], es[2]
+			// a and c reach each other only through the gateway.
+			gwEP := gw.ports[0].fab.LocalEndpoint().String()
+			if err := a.SetPeer(2, 0, gwEP); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.SetPeer(0, 0, gwEP); err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			// A thread of the gateway drives its port for one message.
+			r := recv(gw, 0, 0, 0, 1)
+			errc := make(chan error, 1)
+			go func() { errc <- r.Wait(ctx) }()
+			waitLead(t, gw)
+			s := send(t, a, 0, 1, 0, 1, []byte("to the gateway"))
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// Now no thread of the gateway calls in.
+			for i, n := range []int{1, 70000, 1 << 20} {
+				data := pattern(n, uint64(n))
+				s := send(t, a, 0, 2, 0, Tag(10+i), data)
+				r := recv(c, 0, 0, 0, Tag(10+i))
+				if err := r.Wait(ctx); err != nil {
+					t.Fatalf("%d B through the gateway: %v", n, err)
+				}
+				if err := s.Wait(ctx); err != nil {
+					t.Fatalf("%d B through the gateway, send: %v", n, err)
+				}
+				if !bytes.Equal(r.Data(), data) {
+					t.Fatalf("%d B through the gateway: data differs", n)
+				}
+			}
+			if gw.Stats()[0].Forwarded == 0 {
+				t.Fatal("nothing was forwarded")
+			}
+		})
+	}
+}
+
+// A thousand threads wait at once on one port: one drives it, the others
+// are served by it or by the dispatcher, and every one gets its message.
+func TestDriveThousandWaiters(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			es := udpEngines(t, 2, mode)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			const n = 1000
+			var wg sync.WaitGroup
+			errs := make(chan error, n)
+			for i := 0; i < n; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					r := recv(es[1], ThreadID(100+i), 0, ThreadID(i), 3)
+					if err := r.Wait(ctx); err != nil {
+						errs <- fmt.Errorf("waiter %d: %w", i, err)
+						return
+					}
+					if want := fmt.Sprint(i); string(r.Data()) != want {
+						errs <- fmt.Errorf("waiter %d got %q", i, r.Data())
+					}
+				}()
+			}
+			sends := make([]*Request, n)
+			for i := 0; i < n; i++ {
+				sends[i] = es[0].Endpoint(ThreadID(i)).Isend(1, ThreadID(100+i), 3, []byte(fmt.Sprint(i)))
+			}
+			for i, s := range sends {
+				if err := s.Wait(ctx); err != nil {
+					t.Fatalf("send %d: %v", i, err)
+				}
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Error(err)
+			}
+		})
+	}
+}
