@@ -14,6 +14,9 @@ type batch struct {
 	done  []*Request
 	// posted: posted sends completed (and counted) while p.mu was held
 	posted uint64
+	// reqs: the requests whose data the datagrams read, referenced until
+	// they have been transmitted
+	reqs []*Request
 	// piggy: data datagrams carry ackCum, the receive stream's cumulative
 	// point, as an acknowledgement.
 	piggy  bool
@@ -33,6 +36,8 @@ func (b *batch) reset() {
 	b.ports = b.ports[:0]
 	clear(b.done)
 	b.done = b.done[:0]
+	clear(b.reqs)
+	b.reqs = b.reqs[:0]
 	b.piggy, b.ackCum, b.posted = false, 0, 0
 }
 

@@ -83,6 +83,11 @@ func (p *peer) pump() {
 			p.rxmu.Unlock()
 		}
 		p.e.transmitRuns(b.ports, b.dgs)
+		for _, r := range b.reqs {
+			if r.refs.Add(-1) == 0 {
+				r.free()
+			}
+		}
 		full := b.full()
 		p.e.putBatch(b)
 		if n == 0 || !full {
@@ -181,6 +186,10 @@ func (p *peer) build(b *batch, rt *route, en *txEntry) {
 		off := uint64(en.frag) * uint64(r.fragSize)
 		n := wire.FragLen(h.Total, r.fragSize, en.frag)
 		body = r.data[off : off+n]
+		// The body is read by the transmission after p.mu is released:
+		// the request (and a posted copy) stays referenced until then.
+		r.refs.Add(1)
+		b.reqs = append(b.reqs, r)
 	}
 	i := len(b.dgs)
 	head := b.heads[i][:]
