@@ -56,15 +56,11 @@ const EagerLimit = engine.EagerLimit
 // reported by the next Send or Ssend to that process, which fails with
 // ErrPeerDown or ErrUnreachable. A larger message, or one to a thread of
 // this process, returns once the destination has accepted it, as Ssend
-// does. If ctx ends first the send is cancelled.
+// does; so does a small one while 1024 earlier copies still await their
+// acknowledgement, so that a sender faster than its receiver is slowed
+// down. If ctx ends first the send is cancelled.
 func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
-	if len(data) <= EagerLimit && dst.Proc != t.node.Proc() {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return apiError(t.ep.Post(engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data))
-	}
-	return apiError(t.ep.Send(ctx, engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data))
+	return apiError(t.ep.SendBuffered(ctx, engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data))
 }
 
 // Ssend sends data to dst with tag and returns once the destination

@@ -58,6 +58,21 @@ func (ep *Endpoint) Send(ctx context.Context, dstProc ProcID, dstThread ThreadID
 	return r.waitOrCancel(ctx)
 }
 
+// SendBuffered is Send that returns as soon as data may be reused: a small
+// message to another process is posted (a copy is queued, see Post) while
+// fewer than maxPosted posted copies await their acknowledgement;
+// otherwise it waits as Send does, so that a sender faster than its
+// receiver is slowed down and its copies stay bounded.
+func (ep *Endpoint) SendBuffered(ctx context.Context, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) error {
+	if len(data) <= EagerLimit && dstProc != ep.e.cfg.Proc && ep.e.posted.Load() < maxPosted {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return ep.Post(dstProc, dstThread, tag, data)
+	}
+	return ep.Send(ctx, dstProc, dstThread, tag, data)
+}
+
 // Post sends a copy of data (at most EagerLimit bytes) to a thread of
 // another process and returns once the copy is queued (see Engine.Post).
 func (ep *Endpoint) Post(dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) error {

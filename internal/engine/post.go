@@ -18,6 +18,10 @@ import "time"
 // EagerLimit is the largest message Post takes.
 const EagerLimit = 16 << 10
 
+// maxPosted bounds the posted copies awaiting acknowledgement that
+// SendBuffered lets a process have (at most 16 MiB of copies).
+const maxPosted = 1024
+
 // Post sends a copy of data from thread src to thread dstThread of process
 // dstProc with tag and returns once the copy is queued. data may be reused
 // at once. It fails at once for a destination known to be down or
