@@ -105,7 +105,7 @@ func (e *Engine) fillFromMCB(r *Request, m *mcb) {
 		r.data = m.bytes()
 		m.data, m.box = nil, nil // handed over
 	}
-	r.srcProc, r.srcThread, r.tag = m.key.srcProc, m.key.srcThread, m.key.tag
+	r.setFrom(m.key)
 	e.freeMCB(m)
 	r.complete(err)
 }
@@ -122,7 +122,7 @@ func (e *Engine) fillFromSend(r *Request, data []byte, k key) {
 	} else {
 		r.data = append(make([]byte, 0, len(data)), data...)
 	}
-	r.srcProc, r.srcThread, r.tag = k.srcProc, k.srcThread, k.tag
+	r.setFrom(k)
 	r.complete(err)
 }
 

@@ -32,6 +32,7 @@ type Request struct {
 	data      []byte
 	srcProc   ProcID
 	srcThread ThreadID
+	from      key // the key of the message a receive completed with
 	dstProc   ProcID
 	dstThread ThreadID
 	tag       Tag
@@ -87,6 +88,7 @@ func (r *Request) reset() {
 	r.err = nil
 	r.data, r.buf, r.next = nil, nil, nil
 	r.srcProc, r.srcThread, r.dstProc, r.dstThread, r.tag = 0, 0, 0, 0, 0
+	r.from = key{}
 	r.postSeq = 0
 	r.owned = nil
 	r.ownerPeer.Store(nil)
@@ -204,8 +206,13 @@ func (r *Request) Err() error {
 // allocated and hands over.
 func (r *Request) Data() []byte { return r.data }
 
+// setFrom records whom a receive's message came from. The posted key
+// (srcProc, srcThread, tag) is left as posted: a concurrent cancel still
+// reads it to find the receive in the table.
+func (r *Request) setFrom(k key) { r.from = k }
+
 // Source is the sender of a completed receive.
-func (r *Request) Source() (ProcID, ThreadID) { return r.srcProc, r.srcThread }
+func (r *Request) Source() (ProcID, ThreadID) { return r.from.srcProc, r.from.srcThread }
 
 // Tag is the tag of a completed receive.
-func (r *Request) Tag() Tag { return r.tag }
+func (r *Request) Tag() Tag { return r.from.tag }
