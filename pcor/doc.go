@@ -21,11 +21,9 @@
 //
 // Send buffers: the data slice given to Isend is read by the library until
 // the request completes (Test reports true or Wait returns); it must not be
-// modified before then. Send returns once its buffer may be reused: a
-// message of at most EagerLimit bytes to another process is copied and
-// Send returns at once (a later delivery failure is reported by the next
-// send to that process); Ssend returns only when the destination process
-// has accepted the whole message.
+// modified before then. Send (and Ssend) return only when the destination
+// process has accepted the whole message, so the buffer is free again on
+// return.
 //
 // A node is made in one of three ways: NewNode with its peers given by
 // hand (Config.Peers, AddPeer); Join, which meets the others through the

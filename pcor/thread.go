@@ -43,24 +43,11 @@ func (t *Thread) Isend(dst Addr, tag Tag, data []byte) *Request {
 	return &Request{t.ep.Isend(engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data)}
 }
 
-// EagerLimit is the largest message Send copies and returns from at once.
-const EagerLimit = engine.EagerLimit
-
-// Send sends data to dst with tag; data may be reused once it returns. A
-// message of at most EagerLimit bytes to another process is copied and
-// queued and Send returns at once, as MPI's eager Send does: the copy is
-// sent again until the destination acknowledges it (the acknowledgement
-// rides on the destination's next data where it can), and Node.Close
-// waits a little for such copies to be acknowledged. A delivery that
-// fails after Send returned (the process died or cannot be reached) is
-// reported by the next Send or Ssend to that process, which fails with
-// ErrPeerDown or ErrUnreachable. A larger message, or one to a thread of
-// this process, returns once the destination has accepted it, as Ssend
-// does; so does a small one while 1024 earlier copies still await their
-// acknowledgement, so that a sender faster than its receiver is slowed
-// down. If ctx ends first the send is cancelled.
+// Send sends data to dst with tag and returns once the destination process
+// has accepted the whole message (the same as Ssend). If ctx ends first
+// the send is cancelled.
 func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
-	return apiError(t.ep.SendBuffered(ctx, engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data))
+	return apiError(t.ep.Send(ctx, engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data))
 }
 
 // Ssend sends data to dst with tag and returns once the destination
