@@ -143,7 +143,7 @@ func (d *dispatcher) wait(r *Request, ctx context.Context) error {
 			return r.err
 		}
 		if d.tryLead() {
-			err, done, held := d.driveFor(r, ctx)
+			done, held, err := d.driveFor(ctx, r)
 			if held {
 				d.letGo()
 			}
@@ -223,7 +223,7 @@ func (d *dispatcher) giveBack() {
 // its error), or the message is long in coming (not done: the token went
 // back to the dispatcher and the caller waits on r). held reports whether
 // the caller still holds the token.
-func (d *dispatcher) driveFor(r *Request, ctx context.Context) (err error, done, held bool) {
+func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool, err error) {
 	pr := &d.prog
 	e := d.e
 	pr.drive.Lock()
@@ -234,13 +234,13 @@ func (d *dispatcher) driveFor(r *Request, ctx context.Context) (err error, done,
 	spinUntil := start + int64(driveSpin)
 	for polls := 0; ; polls++ {
 		if r.state.Load() == stateDone {
-			return r.err, true, true
+			return true, true, r.err
 		}
 		if e.closed.Load() {
-			return nil, false, true
+			return false, true, nil
 		}
 		if polls%64 == 63 && ctx.Err() != nil {
-			return ctx.Err(), true, true
+			return true, true, ctx.Err()
 		}
 		var k int
 		var err error
@@ -258,22 +258,22 @@ func (d *dispatcher) driveFor(r *Request, ctx context.Context) (err error, done,
 				// A long wait: let the dispatcher serve it, holding no
 				// thread.
 				d.giveBack()
-				return nil, false, false
+				return false, false, nil
 			}
 			if ctx.Err() != nil {
-				return ctx.Err(), true, true
+				return true, true, ctx.Err()
 			}
 			pr.sleeping.Store(true)
 			if r.state.Load() == stateDone {
 				pr.sleeping.Store(false)
-				return r.err, true, true
+				return true, true, r.err
 			}
 			k, err = pr.waiter.Wait(pr.msgs, time.Now().Add(driveSlice))
 			pr.sleeping.Store(false)
 		}
 		if err != nil {
 			if e.closed.Load() {
-				return nil, false, true
+				return false, true, nil
 			}
 			// A deadline (the slice ran out) or a fabric error: look again.
 			continue
