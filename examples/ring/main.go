@@ -82,6 +82,7 @@ func run(rounds int, delay time.Duration, visitors int, timeout time.Duration) e
 		if cause := context.Cause(ringCtx); cause != nil && ringCtx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", err, cause)
 		}
+		reportPorts(node)
 		return err
 	}
 	if err := <-served; err != nil {
@@ -253,4 +254,13 @@ func visit(ctx context.Context, node *pcor.Node, size int) error {
 		fmt.Printf("visitor %d exchanged with %d\n", node.Proc(), r)
 	}
 	return nil
+}
+
+// reportPorts writes the node's port counters to standard error: what a
+// failed run sent, received and dropped.
+func reportPorts(node *pcor.Node) {
+	for _, s := range node.Stats() {
+		fmt.Fprintf(os.Stderr, "port %s %s: frags sent %d received %d, acks sent %d received %d, retransmits %d, timeouts %d, drops %v\n",
+			s.Fabric, s.Endpoint, s.FragsSent, s.FragsRecv, s.AcksSent, s.AcksRecv, s.Retransmits, s.Timeouts, s.Drops)
+	}
 }

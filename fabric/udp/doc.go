@@ -67,7 +67,10 @@
 //
 // # Binding
 //
-// Sockets are bound with SO_REUSEADDR and SO_REUSEPORT
-// (github.com/libp2p/go-reuseport), so a restarted process can rebind its
-// port at once.
+// A port asked for by number is bound with SO_REUSEADDR and SO_REUSEPORT
+// (github.com/libp2p/go-reuseport), so a restarted process can rebind it
+// while its predecessor's socket is still being torn down. Port 0 is
+// bound without them: the kernel then picks a port no other socket holds
+// (with SO_REUSEPORT it may pick one that another process of the same
+// user holds, and spread the datagrams meant for one over both).
 package udp

@@ -62,8 +62,9 @@ var (
 var portIDs atomic.Uint64
 
 // Listen opens a UDP port bound to addr ("ip:port"; port 0 picks a free
-// one; ":port" binds every address, IPv4 and IPv6) with SO_REUSEADDR and
-// SO_REUSEPORT set. The socket is bound through package net and then taken
+// one; ":port" binds every address, IPv4 and IPv6). A port given by number
+// is bound with SO_REUSEADDR and SO_REUSEPORT set (see Binding in the
+// package documentation). The socket is bound through package net and then taken
 // out of Go's network poller: the port waits in its own system calls (see
 // Wait), so that a datagram wakes the thread that waits for it and no other.
 func Listen(addr string, cfg Config) (*Port, error) {
@@ -77,12 +78,7 @@ func Listen(addr string, cfg Config) (*Port, error) {
 	if cfg.MTU != 0 && (cfg.MTU < 576 || cfg.MTU > 65536) {
 		return nil, fmt.Errorf("udp: MTU %d out of range 576..65536", cfg.MTU)
 	}
-	lc := net.ListenConfig{Control: reuseport.Control}
-	pc, err := lc.ListenPacket(context.Background(), "udp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("udp: listen %s: %w", addr, err)
-	}
-	fd, err := detach(pc.(*net.UDPConn))
+	fd, err := bind(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -92,6 +88,23 @@ func Listen(addr string, cfg Config) (*Port, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// bind opens a UDP socket bound to addr, taken out of the network poller.
+// Only a port given by number is shared with SO_REUSEPORT: with port 0 the
+// kernel may hand out a port that another SO_REUSEPORT socket of the same
+// user already holds, and the datagrams meant for one process would then
+// be spread over both.
+func bind(addr string) (int, error) {
+	var lc net.ListenConfig
+	if _, port, err := net.SplitHostPort(addr); err == nil && port != "" && port != "0" {
+		lc.Control = reuseport.Control
+	}
+	pc, err := lc.ListenPacket(context.Background(), "udp", addr)
+	if err != nil {
+		return -1, fmt.Errorf("udp: listen %s: %w", addr, err)
+	}
+	return detach(pc.(*net.UDPConn))
 }
 
 // detach takes the socket of c out of the network poller: it duplicates

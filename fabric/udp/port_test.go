@@ -417,9 +417,12 @@ func TestListenErrors(t *testing.T) {
 	}
 }
 
+// TestReusePort binds a port given by number twice, as a restarted
+// process does while its predecessor's socket is still open, and again at
+// once after both closed.
 func TestReusePort(t *testing.T) {
-	a := listen(t, "127.0.0.1:0", Config{})
-	addr := a.LocalEndpoint().String()
+	addr := freeAddr(t)
+	a := listen(t, addr, Config{})
 	b := listen(t, addr, Config{}) // a second socket on the same port
 	if b.LocalEndpoint().String() != addr {
 		t.Fatalf("second socket bound %v, want %v", b.LocalEndpoint(), addr)
