@@ -244,32 +244,61 @@ func BenchmarkHandOut(b *testing.B) {
 }
 
 // BenchmarkWavefront runs the alignment case study with a trace and
-// reports the VPs' utilisation while the wavefront is wide.
+// reports the VPs' utilisation while the wavefront is wide: the pipelined
+// wavefront (each tile created as soon as the two it needs are joined)
+// against the baseline that completes each anti-diagonal before starting
+// the next, interleaved run by run.
 func BenchmarkWavefront(b *testing.B) {
 	dir := b.TempDir()
 	if out, err := exec.Command("go", "build", "-o", dir, "github.com/pcor-go/pcor/examples/align").CombinedOutput(); err != nil {
 		b.Fatalf("%v\n%s", err, out)
 	}
-	var utils []float64
-	re := regexp.MustCompile(`wide \([^)]*\):((?: \d+%)+)`)
-	for r := 0; r < 5; r++ {
-		out, err := exec.Command(filepath.Join(dir, "align"), "-len", "6000", "-block", "150", "-trace", filepath.Join(dir, "t.json")).CombinedOutput()
-		if err != nil {
-			b.Fatalf("%v\n%s", err, out)
+	re := regexp.MustCompile(`wide \([^)]*\):((?: \d+\.\d+=\d+%)+)`)
+	variants := []struct {
+		name string
+		args []string
+	}{{"pipelined", nil}, {"barrier", []string{"-barrier"}}}
+	utils := make([][]float64, len(variants)) // every VP of every run
+	mins := make([][]float64, len(variants))  // the least busy VP of each run
+	for r := 0; r < 5*b.N; r++ {
+		for i, v := range variants {
+			args := append([]string{"-len", "6000", "-block", "150", "-trace", filepath.Join(dir, "t.json")}, v.args...)
+			out, err := exec.Command(filepath.Join(dir, "align"), args...).CombinedOutput()
+			if err != nil {
+				b.Fatalf("%v\n%s", err, out)
+			}
+			m := re.FindStringSubmatch(string(out))
+			if m == nil {
+				b.Fatalf("no utilisation:\n%s", out)
+			}
+			least := 100.0
+			for _, f := range strings.Fields(m[1]) {
+				_, pct, _ := strings.Cut(f, "=")
+				u, _ := strconv.Atoi(strings.TrimSuffix(pct, "%"))
+				utils[i] = append(utils[i], float64(u))
+				least = min(least, float64(u))
+			}
+			mins[i] = append(mins[i], least)
+			b.Logf("%s: %s", v.name, strings.ReplaceAll(strings.TrimSpace(string(out)), "\n", "; "))
 		}
-		m := re.FindStringSubmatch(string(out))
-		if m == nil {
-			b.Fatalf("no utilisation:\n%s", out)
-		}
-		for _, f := range strings.Fields(m[1]) {
-			v, _ := strconv.Atoi(strings.TrimSuffix(f, "%"))
-			utils = append(utils, float64(v))
-		}
-		b.Log(strings.TrimSpace(string(out)))
 	}
-	slices.Sort(utils)
-	b.ReportMetric(utils[len(utils)/2], "median-util-%")
-	b.ReportMetric(utils[0], "min-util-%")
+	for i, v := range variants {
+		slices.Sort(utils[i])
+		slices.Sort(mins[i])
+		b.ReportMetric(utils[i][len(utils[i])/2], v.name+"-median-util-%")
+		b.ReportMetric(mins[i][len(mins[i])/2], v.name+"-median-least-util-%")
+	}
+	b.Logf("load average: %s", loadAvg())
+}
+
+// loadAvg is the machine's load average, to print beside a measure.
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	return strings.Join(f[:min(3, len(f))], " ")
 }
 
 func pcorrunB(b *testing.B, n int, role string) string {

@@ -243,6 +243,47 @@ func benchHandOut(ctx context.Context, rt *athread.Runtime) error {
 	return nil
 }
 
+// The utilisation test: 48 threads each busy 2 ms, spread over the
+// processes; utilFrom and utilTo bracket them and utilRan counts the
+// threads each process ran.
+var (
+	utilFrom, utilTo time.Time
+	utilRan          = map[int64]int{}
+)
+
+func utilRun(ctx context.Context) error {
+	utilFrom = time.Now()
+	var hs []*athread.Handle[[2]int64]
+	for i := 0; i < 48; i++ {
+		hs = append(hs, athread.Create(ctx, stamp, int64(2*time.Millisecond)))
+	}
+	for _, h := range hs {
+		v, err := h.Join(ctx)
+		if err != nil {
+			return err
+		}
+		utilRan[v[0]]++
+	}
+	utilTo = time.Now()
+	return nil
+}
+
+// printUtil prints, per process, the threads it ran and the busy time of
+// its VPs the trace shows: "UTIL p:ran:busyµs ...".
+func printUtil(rt *athread.Runtime) {
+	busy := map[pcor.ProcID]float64{}
+	vps := map[pcor.ProcID]int{}
+	for _, u := range rt.JobUtilisation(utilFrom, utilTo) {
+		busy[u.Proc] += u.Busy * float64(utilTo.Sub(utilFrom).Microseconds())
+		vps[u.Proc]++
+	}
+	fmt.Print("UTIL")
+	for p := pcor.ProcID(0); p < 4; p++ {
+		fmt.Printf(" %d:%d:%d:%.0f", p, vps[p], utilRan[int64(p)], busy[p])
+	}
+	fmt.Println()
+}
+
 func runRole(role string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -250,7 +291,7 @@ func runRole(role string) int {
 		athread.Register("extra", func(ctx context.Context, n int) (int, error) { return n, nil },
 			athread.Fixed[int](), athread.Fixed[int]())
 	}
-	rt, err := athread.FromEnv(ctx, athread.Config{VPs: 2})
+	rt, err := athread.FromEnv(ctx, athread.Config{VPs: 2, Trace: role == "util"})
 	if err != nil {
 		fmt.Println("START", err)
 		return 1
@@ -262,6 +303,8 @@ func runRole(role string) int {
 			return benchRemote(ctx, rt)
 		case "benchhandout":
 			return benchHandOut(ctx, rt)
+		case "util":
+			return utilRun(ctx)
 		case "fib":
 			v, err := athread.Create(ctx, fib, 24).Join(ctx)
 			fmt.Println("FIB", v, err)
@@ -330,6 +373,9 @@ func runRole(role string) int {
 		}
 		return nil
 	})
+	if role == "util" && rt.Proc() == 0 {
+		printUtil(rt)
+	}
 	c := rt.Counters()
 	fmt.Printf("COUNTERS proc=%d run=%d remoteSteals=%d given=%d\n", rt.Proc(), c.TasksRun, c.RemoteSteals, c.Given)
 	if err != nil {
@@ -422,6 +468,35 @@ func TestRegistrationMismatch(t *testing.T) {
 	}
 	if !strings.Contains(out, `[0] START athread: registered functions differ between processes: process 0 against process 2: "extra" is registered there but not here`) {
 		t.Fatalf("process 0 did not report the difference:\n%s", out)
+	}
+}
+
+// JobUtilisation covers every process: in each, the busy time of its VPs
+// in the trace is at least the 2 ms of every thread it ran.
+func TestJobUtilisation(t *testing.T) {
+	out := pcorrun(t, 4, "util")
+	got := line(out, "UTIL")
+	f := strings.Fields(got)
+	if len(f) != 5 {
+		t.Fatalf("got %q:\n%s", got, out)
+	}
+	total, elsewhere := 0, 0
+	for p, s := range f[1:] {
+		var proc, vps, ran int
+		var busy float64
+		if n, _ := fmt.Sscanf(s, "%d:%d:%d:%f", &proc, &vps, &ran, &busy); n != 4 || proc != p || vps != 2 {
+			t.Fatalf("process %d: %q (want 2 VPs):\n%s", p, s, out)
+		}
+		if busy < float64(ran)*2000 {
+			t.Errorf("process %d ran %d threads of 2 ms but its VPs were busy %.0f µs", p, ran, busy)
+		}
+		total += ran
+		if p > 0 {
+			elsewhere += ran
+		}
+	}
+	if total != 48 || elsewhere == 0 {
+		t.Fatalf("%d threads ran, %d outside process 0: %q\n%s", total, elsewhere, got, out)
 	}
 }
 

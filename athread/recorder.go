@@ -2,12 +2,17 @@ package athread
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/pcor-go/pcor/pcor"
 )
 
 // maxDAGThreads bounds the recorded graph; threads beyond it are counted
@@ -246,13 +251,71 @@ func (rt *Runtime) Utilisation(from, to time.Time) []float64 {
 		var busy int64
 		w.traceMu.Lock()
 		for _, e := range w.trace {
-			s, f := max(e.start, lo), min(e.start+e.dur, hi)
-			if f > s {
-				busy += f - s
-			}
+			busy += overlap(e.start, e.start+e.dur, lo, hi)
 		}
 		w.traceMu.Unlock()
 		out[i] = float64(busy) / float64(hi-lo)
 	}
 	return out
+}
+
+// VPUse is the share of an interval one VP of one process spent running
+// thread bodies.
+type VPUse struct {
+	Proc pcor.ProcID
+	VP   int
+	Busy float64 // 0 to 1
+}
+
+// JobUtilisation returns the utilisation of every VP of every process of
+// the job over [from, to], ordered by process then VP: this process's from
+// its own trace, the others' from the traces process 0 collects when Run
+// returns (so in process 0, call it after Run). Config.Trace must be set
+// in every process; nil otherwise. The processes' clocks are taken to
+// agree (they do on one machine; across machines the skew of their clocks
+// shifts the intervals).
+func (rt *Runtime) JobUtilisation(from, to time.Time) []VPUse {
+	own := rt.Utilisation(from, to)
+	if own == nil {
+		return nil
+	}
+	out := make([]VPUse, 0, len(own))
+	for i, u := range own {
+		out = append(out, VPUse{Proc: rt.proc, VP: i, Busy: u})
+	}
+	if rt.cl == nil {
+		return out
+	}
+	// Remote events carry microseconds since the Unix epoch.
+	lo, hi := from.UnixNano(), to.UnixNano()
+	busy := map[VPUse]int64{} // keyed with Busy 0
+	for _, e := range rt.cl.remoteTrace() {
+		k := VPUse{Proc: pcor.ProcID(e.Pid), VP: e.Tid}
+		switch e.Ph {
+		case "M":
+			if e.Name == "thread_name" {
+				busy[k] += 0
+			}
+		case "X":
+			s := int64(e.Ts * 1e3)
+			busy[k] += overlap(s, s+int64(e.Dur*1e3), lo, hi)
+		}
+	}
+	keys := slices.SortedFunc(maps.Keys(busy), func(a, b VPUse) int {
+		if a.Proc != b.Proc {
+			return cmp.Compare(a.Proc, b.Proc)
+		}
+		return cmp.Compare(a.VP, b.VP)
+	})
+	for _, k := range keys {
+		k.Busy = float64(busy[k]) / float64(hi-lo)
+		out = append(out, k)
+	}
+	return out
+}
+
+// overlap is the length of [s, f] inside [lo, hi].
+func overlap(s, f, lo, hi int64) int64 {
+	s, f = max(s, lo), min(f, hi)
+	return max(f-s, 0)
 }

@@ -9,9 +9,10 @@
 //	go run ./examples/align -len 4000 -block 100 -trace align.json
 //	pcorrun -n 4 align -len 6000
 //
-// The score is checked against a sequential run, and the VPs' utilisation
-// while the wavefront is at least as wide as the VPs is printed from the
-// trace.
+// The score is checked against a sequential run, and the utilisation of
+// every VP of every process while the wavefront is at least as wide as the
+// VPs of a process is printed from the trace. -barrier runs the baseline
+// that completes each anti-diagonal before starting the next.
 package main
 
 import (
@@ -233,57 +234,90 @@ func sequential(p problem) int32 {
 	return best
 }
 
-// wavefront computes the score with one thread per tile, an anti-diagonal
-// at a time. wide is called with the times the diagonals first and last
-// had at least minWidth tiles.
-func wavefront(ctx context.Context, p problem, block int32, minWidth int) (int32, time.Time, time.Time, error) {
+// wavefront computes the score with one thread per tile. The root thread
+// creates the tiles in anti-diagonal order, each as soon as the two tiles
+// it needs are joined: the next diagonal starts while the tiles of the
+// last one still run. With barrier, it instead creates a whole diagonal,
+// joins all of it, and only then moves on (the baseline). It returns the
+// times the diagonals first and last had at least minWidth tiles.
+func wavefront(ctx context.Context, p problem, block int32, minWidth int, barrier bool) (int32, time.Time, time.Time, error) {
 	nb := (int(p.Len) + int(block) - 1) / int(block)
-	bottoms := make([][][]int32, nb)
-	rights := make([][][]int32, nb)
-	for i := range bottoms {
-		bottoms[i] = make([][]int32, nb)
-		rights[i] = make([][]int32, nb)
+	type cell struct {
+		h      *athread.Handle[tileOut]
+		out    tileOut
+		joined bool
+	}
+	tiles := make([][]cell, nb)
+	for i := range tiles {
+		tiles[i] = make([]cell, nb)
 	}
 	size := func(k int) int { return min(int(block), int(p.Len)-k*int(block)) }
 	var best int32
+	join := func(bi, bj int) error {
+		c := &tiles[bi][bj]
+		if c.joined {
+			return nil
+		}
+		out, err := c.h.Join(ctx)
+		if err != nil {
+			return err
+		}
+		c.out, c.joined = out, true
+		best = max(best, out.Max)
+		return nil
+	}
 	var wideFrom, wideTo time.Time
 	for d := 0; d <= 2*(nb-1); d++ {
 		lo, hi := max(0, d-nb+1), min(d, nb-1)
-		if hi-lo+1 >= minWidth && wideFrom.IsZero() {
+		wide := hi-lo+1 >= minWidth
+		if wide && wideFrom.IsZero() {
 			wideFrom = time.Now()
 		}
-		type pending struct {
-			bi, bj int
-			h      *athread.Handle[tileOut]
+		if !wide && !wideFrom.IsZero() && wideTo.IsZero() {
+			wideTo = time.Now()
 		}
-		var ps []pending
 		for bi := lo; bi <= hi; bi++ {
 			bj := d - bi
+			// The tiles above and to the left; the corner was joined
+			// before either of them was created.
+			if bi > 0 {
+				if err := join(bi-1, bj); err != nil {
+					return 0, wideFrom, wideTo, err
+				}
+			}
+			if bj > 0 {
+				if err := join(bi, bj-1); err != nil {
+					return 0, wideFrom, wideTo, err
+				}
+			}
 			in := tileIn{P: p, Block: block, Bi: int32(bi), Bj: int32(bj)}
 			in.Top = make([]int32, size(bj)+1)
 			if bi > 0 {
-				copy(in.Top[1:], bottoms[bi-1][bj])
+				copy(in.Top[1:], tiles[bi-1][bj].out.Bottom)
 				if bj > 0 {
-					in.Top[0] = bottoms[bi-1][bj-1][len(bottoms[bi-1][bj-1])-1]
+					corner := tiles[bi-1][bj-1].out.Bottom
+					in.Top[0] = corner[len(corner)-1]
 				}
 			}
 			in.Left = make([]int32, size(bi))
 			if bj > 0 {
-				copy(in.Left, rights[bi][bj-1])
+				copy(in.Left, tiles[bi][bj-1].out.Right)
 			}
-			ps = append(ps, pending{bi, bj, athread.Create(ctx, tile, in, athread.Attr{Cost: int64(size(bi) * size(bj))})})
+			tiles[bi][bj].h = athread.Create(ctx, tile, in, athread.Attr{Cost: int64(size(bi) * size(bj))})
 		}
-		for _, q := range ps {
-			out, err := q.h.Join(ctx)
-			if err != nil {
-				return 0, wideFrom, wideTo, err
+		if barrier {
+			for bi := lo; bi <= hi; bi++ {
+				if err := join(bi, d-bi); err != nil {
+					return 0, wideFrom, wideTo, err
+				}
 			}
-			bottoms[q.bi][q.bj], rights[q.bi][q.bj] = out.Bottom, out.Right
-			best = max(best, out.Max)
 		}
-		if hi-lo+1 >= minWidth {
-			wideTo = time.Now()
-		}
+	}
+	if err := join(nb-1, nb-1); err != nil {
+		return 0, wideFrom, wideTo, err
+	}
+	if wideTo.IsZero() {
+		wideTo = time.Now()
 	}
 	return best, wideFrom, wideTo, nil
 }
@@ -292,29 +326,36 @@ func main() {
 	length := flag.Int("len", 3000, "length of each sequence")
 	block := flag.Int("block", 100, "tile side")
 	seed := flag.Uint64("seed", 1, "sequence generator seed")
-	athreadmain.Main("align", func(ctx context.Context, rt *athread.Runtime) error {
+	barrier := flag.Bool("barrier", false, "join each anti-diagonal whole before creating the next (the baseline)")
+	var from, to time.Time
+	athreadmain.MainThen("align", func(ctx context.Context, rt *athread.Runtime) error {
 		p := problem{Seed: *seed, Len: int32(*length)}
 		t0 := time.Now()
 		want := sequential(p)
 		seq := time.Since(t0)
 		t0 = time.Now()
-		got, from, to, err := wavefront(ctx, p, int32(*block), rt.VPs())
+		got, f, t, err := wavefront(ctx, p, int32(*block), rt.VPs(), *barrier)
 		if err != nil {
 			return err
 		}
+		from, to = f, t
 		par := time.Since(t0)
 		if got != want {
 			return fmt.Errorf("score %d, sequential %d", got, want)
 		}
 		fmt.Printf("alignment score %d of two %d-letter sequences in %v (sequential %v, %.2fx)\n",
 			got, *length, par.Round(time.Microsecond), seq.Round(time.Microsecond), seq.Seconds()/par.Seconds())
-		if u := rt.Utilisation(from, to); u != nil {
-			fmt.Printf("process 0 VP utilisation while the wavefront is at least %d tiles wide (%v):", rt.VPs(), to.Sub(from).Round(time.Microsecond))
-			for _, x := range u {
-				fmt.Printf(" %.0f%%", 100*x)
-			}
-			fmt.Println()
+		return nil
+	}, func(rt *athread.Runtime) error {
+		u := rt.JobUtilisation(from, to)
+		if u == nil {
+			return nil
 		}
+		fmt.Printf("VP utilisation while the wavefront is at least %d tiles wide (%v):", rt.VPs(), to.Sub(from).Round(time.Microsecond))
+		for _, x := range u {
+			fmt.Printf(" %d.%d=%.0f%%", x.Proc, x.VP, 100*x.Busy)
+		}
+		fmt.Println()
 		return nil
 	})
 }

@@ -27,6 +27,12 @@ var (
 // Main parses the flags, starts the runtime, runs body in process 0 while
 // the other processes serve, writes the files asked for and exits.
 func Main(name string, body func(ctx context.Context, rt *athread.Runtime) error) {
+	MainThen(name, body, nil)
+}
+
+// MainThen is Main with a last step: then runs in process 0 after the run,
+// once the other processes' traces are in (for Runtime.JobUtilisation).
+func MainThen(name string, body func(ctx context.Context, rt *athread.Runtime) error, then func(rt *athread.Runtime) error) {
 	flag.Parse()
 	if *cpuprof != "" {
 		f, err := os.Create(*cpuprof)
@@ -35,7 +41,7 @@ func Main(name string, body func(ctx context.Context, rt *athread.Runtime) error
 			defer func() { pprof.StopCPUProfile(); f.Close() }()
 		}
 	}
-	if err := run(body); err != nil {
+	if err := run(body, then); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
 		if *cpuprof != "" {
 			pprof.StopCPUProfile()
@@ -44,7 +50,7 @@ func Main(name string, body func(ctx context.Context, rt *athread.Runtime) error
 	}
 }
 
-func run(body func(ctx context.Context, rt *athread.Runtime) error) error {
+func run(body func(ctx context.Context, rt *athread.Runtime) error, then func(rt *athread.Runtime) error) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	rt, err := athread.FromEnv(ctx, athread.Config{VPs: *vps, Trace: *traceFile != "", DAG: *dotFile != ""})
@@ -58,6 +64,11 @@ func run(body func(ctx context.Context, rt *athread.Runtime) error) error {
 	}
 	if err != nil || rt.Proc() != 0 {
 		return err
+	}
+	if then != nil {
+		if err := then(rt); err != nil {
+			return err
+		}
 	}
 	if *traceFile != "" {
 		if err := writeFile(*traceFile, rt.WriteTrace); err != nil {
