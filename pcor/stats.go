@@ -26,6 +26,11 @@ type PortStats struct {
 	MessagesSent  uint64
 	SendErrors    uint64
 	ReceiveErrors uint64
+
+	// MessagesInPlace counts the messages of 4 KiB or more received
+	// straight into the buffer of a receive posted before they arrived
+	// (an Irecv ahead of the message), with no second copy.
+	MessagesInPlace uint64
 }
 
 func portStats(s engine.PortStats) PortStats {
@@ -36,6 +41,6 @@ func portStats(s engine.PortStats) PortStats {
 		FastRetrans: s.FastRetrans, Duplicates: s.Duplicates, BusySent: s.BusySent, BusyRecv: s.BusyRecv,
 		Forwarded: s.Forwarded, Drops: s.Drops, DroppedTotal: s.DroppedTotal,
 		MessagesRecv: s.MessagesRecv, MessagesSent: s.MessagesSent,
-		SendErrors: s.SendErrors, ReceiveErrors: s.ReceiveErrors,
+		SendErrors: s.SendErrors, ReceiveErrors: s.ReceiveErrors, MessagesInPlace: s.MessagesInPlace,
 	}
 }

@@ -253,6 +253,9 @@ func (d *dispatcher) flush() {
 // its message has already acknowledged it.
 func (d *dispatcher) wakeAll() {
 	for i, x := range d.wake {
+		if x.m.owner == x.r {
+			d.c.inPlace.Add(1)
+		}
 		d.e.fillFromMCB(x.r, x.m)
 		d.wake[i] = match{}
 	}

@@ -44,7 +44,13 @@ func (e *Engine) downErr(proc ProcID) error {
 	return e.down[proc]
 }
 
-// claimPostedLocked lets a large message arriving from p be placed straight into
+// ownMin is the smallest message placed straight into the buffer of a
+// receive posted for it, from the datagrams, in one copy. A smaller message
+// is stored in a pooled buffer and copied again when it is received: for a
+// few KiB that copy costs less than finding the receive early does.
+const ownMin = 4 << 10
+
+// claimPostedLocked lets a message arriving from p be placed straight into
 // the buffer of the receive that will take it: the earliest posted receive
 // matching k, if its buffer is large enough and no earlier message from p
 // with the same key is still incomplete. p.rxmu is held.

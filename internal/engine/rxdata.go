@@ -121,7 +121,7 @@ func (d *dispatcher) startMessageLocked(p *peer, h *wire.Header) *mcb {
 	k := key{ProcID(h.SrcProc), ThreadID(h.SrcThread), ThreadID(h.DstThread), Tag(h.Tag)}
 	m := e.pool.get()
 	var owner *Request
-	if m != nil && h.Total > chunkSize {
+	if m != nil && h.Total >= ownMin {
 		owner = e.claimPostedLocked(p, m, k, h.MsgID, h.Total)
 	}
 	if m == nil || owner == nil && !e.reserve(int64(h.Total)) {

@@ -52,6 +52,10 @@ type PortStats struct {
 	MessagesSent  uint64
 	SendErrors    uint64
 	ReceiveErrors uint64
+
+	// MessagesInPlace counts the messages received straight into the
+	// buffer of a receive posted before they arrived (no second copy).
+	MessagesInPlace uint64
 }
 
 type counters struct {
@@ -61,6 +65,8 @@ type counters struct {
 	timeouts, fastRetrans                      atomic.Uint64
 	msgsRecv, msgsSent, sendErrs, recvErrs     atomic.Uint64
 	drops                                      [nDrops]atomic.Uint64
+
+	inPlace atomic.Uint64
 }
 
 func (c *counters) snapshot(s *PortStats) {
@@ -79,6 +85,7 @@ func (c *counters) snapshot(s *PortStats) {
 	s.Forwarded = c.forwarded.Load()
 	s.MessagesRecv = c.msgsRecv.Load()
 	s.MessagesSent = c.msgsSent.Load()
+	s.MessagesInPlace = c.inPlace.Load()
 	s.SendErrors = c.sendErrs.Load()
 	s.ReceiveErrors = c.recvErrs.Load()
 	s.Drops = make(map[string]uint64)
