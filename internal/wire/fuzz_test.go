@@ -12,6 +12,7 @@ func FuzzDecode(f *testing.F) {
 	a.Sack[0] = SackBlock{5, 9}
 	f.Add(encode(Header{Kind: Ack, JobKey: key}, a.Put(make([]byte, AckBodyLen(1)))))
 	f.Add(encode(Header{Kind: Busy, JobKey: key, Seq: 4}, nil))
+	f.Add(encode(Header{Kind: Data, Flags: FlagReliable, JobKey: key, FragSize: 100, Total: 250, FragIndex: 1}, make([]byte, 100)))
 	f.Add([]byte("not a pcor datagram"))
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		h, body, err := Decode(pkt, key)

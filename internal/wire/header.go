@@ -21,7 +21,8 @@
 //	56 total     u64  message length in bytes
 //	64 frag idx  u32
 //	68 body len  u32  bytes after the header
-//	72 checksum  u64  xxhash64 of the header (hops and this field zero) and body
+//	72 checksum  u64  xxhash64 of the header (hops and this field zero) and
+//	                  body (the header alone with FlagReliable)
 //	80 src inc   u32  incarnation of the sending engine (random per start)
 //	84 dst inc   u32  incarnation of the destination as the sender knows it
 //	                  (zero before it has heard from it)
@@ -121,6 +122,11 @@ const (
 	// FlagAck says AckCum acknowledges the reverse stream (an
 	// acknowledgement carried by data).
 	FlagAck = 1 << 2
+	// FlagReliable marks a datagram sent directly over a reliable,
+	// protected fabric: it takes no sequence number, is never
+	// acknowledged, and its checksum covers the header only (the fabric
+	// already protects the body).
+	FlagReliable = 1 << 3
 )
 
 // Header is the decoded fragment header.
@@ -206,9 +212,18 @@ func (h *Header) Put(b []byte) {
 	le.PutUint64(b[88:], h.AckCum)
 }
 
-// Seal writes the checksum of head (an encoded header) and body into head.
+// Seal writes the checksum of head (an encoded header) and body into head;
+// with FlagReliable in head, of head alone.
 func Seal(head, body []byte) {
-	binary.LittleEndian.PutUint64(head[72:], checksum(head, body))
+	binary.LittleEndian.PutUint64(head[72:], checksum(head, summed(head, body)))
+}
+
+// summed is the part of body the checksum covers: none with FlagReliable.
+func summed(head, body []byte) []byte {
+	if head[4]&FlagReliable != 0 {
+		return nil
+	}
+	return body
 }
 
 // Encode is Put followed by Seal.
@@ -270,7 +285,7 @@ func Decode(pkt []byte, jobKey uint64) (Header, []byte, error) {
 		return h, nil, ErrLength
 	}
 	body := pkt[HeaderSize:]
-	if le.Uint64(pkt[72:]) != checksum(pkt, body) {
+	if le.Uint64(pkt[72:]) != checksum(pkt, summed(pkt, body)) {
 		return h, nil, ErrChecksum
 	}
 	if h.Kind == 0 || h.Kind >= kindEnd {

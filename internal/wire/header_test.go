@@ -140,3 +140,26 @@ func TestSetHops(t *testing.T) {
 		t.Fatalf("SetHops changed %d bytes, want 1", n)
 	}
 }
+
+// TestReliableChecksum: a datagram marked FlagReliable is checked over its
+// header alone (its fabric protects the body), and setting or clearing
+// the flag in transit is still caught.
+func TestReliableChecksum(t *testing.T) {
+	h := Header{Kind: Data, Flags: FlagReliable, JobKey: key, FragSize: 100, Total: 250, FragIndex: 2}
+	body := make([]byte, 50)
+	pkt := encode(h, body)
+	pkt[HeaderSize+3] ^= 0x40
+	if _, _, err := Decode(pkt, key); err != nil {
+		t.Fatalf("body of a reliable datagram checked: %v", err)
+	}
+	pkt[HeaderSize+3] ^= 0x40
+	pkt[20] ^= 1
+	if _, _, err := Decode(pkt, key); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("header of a reliable datagram not checked: %v", err)
+	}
+	pkt[20] ^= 1
+	pkt[4] &^= FlagReliable
+	if _, _, err := Decode(pkt, key); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("flag cleared in transit not caught: %v", err)
+	}
+}
