@@ -45,6 +45,17 @@ type Port struct {
 	in       []*ring // per slot, nil until claimed
 	next     int     // slot to read first, for fairness
 	lastScan time.Time
+	// The last batch received: the slot and ring position of each
+	// datagram (for Hold), and how many there were.
+	src   []int32
+	at    []uint64
+	nlast int
+	// resumed counts Resume calls; seen is the count the receiver last
+	// acted on (see hold.go).
+	resumed atomic.Uint64
+	seen    uint64
+	// interrupted: Interrupt was called (see wait.go).
+	interrupted atomic.Bool
 
 	outMu sync.Mutex // guards out
 	out   map[string]*outRing
@@ -285,13 +296,20 @@ func claim(seg *segment) (*ring, error) {
 
 // Receive blocks until at least one datagram has arrived, stores up to
 // len(msgs) of them in msgs and returns how many. Each msgs[i] aliases the
-// ring and stays valid until the next Receive or Poll.
-func (p *Port) Receive(msgs [][]byte) (int, error) { return p.receive(msgs, true) }
+// ring and stays valid until the next Receive, Poll, Wait or Park.
+func (p *Port) Receive(msgs [][]byte) (int, error) { return p.receive(msgs, waitBlock, time.Time{}) }
 
 // Poll is Receive that never blocks.
-func (p *Port) Poll(msgs [][]byte) (int, error) { return p.receive(msgs, false) }
+func (p *Port) Poll(msgs [][]byte) (int, error) { return p.receive(msgs, waitNone, time.Time{}) }
 
-func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
+// How receive waits when nothing has arrived.
+const (
+	waitNone  = iota // return 0 at once (Poll)
+	waitBlock        // until a datagram arrives or the port closes (Receive)
+	waitIntr         // also until Interrupt or the deadline (Wait, Park)
+)
+
+func (p *Port) receive(msgs [][]byte, mode int, deadline time.Time) (int, error) {
 	if p.closed.Load() {
 		return 0, fabric.ErrClosed
 	}
@@ -311,30 +329,45 @@ func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
 		if time.Since(p.lastScan) > 100*time.Millisecond {
 			p.scanOwners()
 		}
-		if !block {
+		switch mode {
+		case waitNone:
 			return 0, nil
+		case waitIntr:
+			if p.interrupted.Swap(false) {
+				return 0, nil
+			}
+			if !deadline.IsZero() && !time.Now().Before(deadline) {
+				return 0, os.ErrDeadlineExceeded
+			}
 		}
 		if spins < p.cfg.Spin {
 			runtime.Gosched()
 			continue
 		}
-		p.sleep()
+		p.sleep(mode == waitIntr, deadline)
 		spins = 0
 	}
 }
 
-// sleep waits on the doorbell until a sender rings it (or a timeout, to
-// notice a close or a dead sender).
-func (p *Port) sleep() {
+// sleep waits on the doorbell until a sender rings it, Resume is called
+// (or Interrupt, when intr), the deadline passes or a timeout, to notice a
+// close or a dead sender.
+func (p *Port) sleep(intr bool, deadline time.Time) {
 	mem := p.seg.mem
 	v := load32(mem, offDoorbell)
 	store32(mem, offSleeping, 1)
-	if p.pending() || p.closed.Load() {
+	if p.pending() || p.closed.Load() || p.resumed.Load() != p.seen || intr && p.interrupted.Load() {
 		store32(mem, offSleeping, 0)
 		return
 	}
-	p.st.sleeps.Add(1)
-	futexWaitTimeout(u32at(mem, offDoorbell), v, 100*time.Millisecond)
+	d := 100 * time.Millisecond
+	if !deadline.IsZero() {
+		d = min(d, time.Until(deadline))
+	}
+	if d > 0 {
+		p.st.sleeps.Add(1)
+		futexWaitTimeout(u32at(mem, offDoorbell), v, d)
+	}
 	store32(mem, offSleeping, 0)
 }
 
@@ -342,7 +375,7 @@ func (p *Port) sleep() {
 func (p *Port) pending() bool {
 	hw := p.highWater()
 	for i := 0; i < hw; i++ {
-		if r := p.inRing(i); r != nil && !r.empty() {
+		if r := p.inRing(i); r != nil && !r.held && !r.empty() {
 			return true
 		}
 	}
@@ -371,15 +404,22 @@ func (p *Port) inRing(i int) *ring {
 // collect takes records from the rings, starting at a rotating slot so
 // that no sender starves the others.
 func (p *Port) collect(msgs [][]byte) int {
+	p.unholdIfResumed()
+	if len(p.src) < len(msgs) {
+		p.src, p.at = make([]int32, len(msgs)), make([]uint64, len(msgs))
+	}
 	hw := p.highWater()
 	n := 0
 	for k := 0; k < hw && n < len(msgs); k++ {
 		i := (p.next + k) % hw
 		r := p.inRing(i)
-		if r == nil {
+		if r == nil || r.held {
 			continue
 		}
-		got, corrupt := r.take(msgs[n:], p.cfg.MaxDatagram)
+		got, corrupt := r.take(msgs[n:], p.at[n:], p.cfg.MaxDatagram)
+		for j := n; j < n+got; j++ {
+			p.src[j] = int32(i)
+		}
 		n += got
 		if corrupt {
 			// The producer broke the ring's format: what it holds can no
@@ -392,6 +432,7 @@ func (p *Port) collect(msgs [][]byte) int {
 	if hw > 0 {
 		p.next = (p.next + 1) % hw
 	}
+	p.nlast = n
 	return n
 }
 

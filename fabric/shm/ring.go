@@ -13,6 +13,9 @@ type ring struct {
 	// published to the producer (the head).
 	pos       uint64
 	published uint64
+	// held: the consumer gave a record back (Port.Hold); nothing more is
+	// read from this ring until the port resumes.
+	held bool
 }
 
 func newRing(s *segment, i int) *ring {
@@ -58,10 +61,11 @@ func (r *ring) put(head, body []byte) bool {
 func (r *ring) empty() bool { return load64(r.mem, r.base+slotTail) == r.pos }
 
 // take stores up to len(msgs) records in msgs, aliasing the ring, and
-// returns how many. The records stay valid until release. A record whose
+// the position of each in at, and returns how many. The records stay
+// valid until release. A record whose
 // length cannot be right (the producer wrote garbage) ends the reading of
 // this ring: take reports corrupt, and the caller discards the ring.
-func (r *ring) take(msgs [][]byte, maxLen int) (n int, corrupt bool) {
+func (r *ring) take(msgs [][]byte, at []uint64, maxLen int) (n int, corrupt bool) {
 	tail := load64(r.mem, r.base+slotTail)
 	if tail-r.published > r.size() || tail < r.pos {
 		return 0, true
@@ -81,6 +85,7 @@ func (r *ring) take(msgs [][]byte, maxLen int) (n int, corrupt bool) {
 			return n, true
 		}
 		msgs[n] = r.data[idx+recordHeader : idx+recordHeader+uint64(l)]
+		at[n] = r.pos
 		n++
 		r.pos += need
 	}

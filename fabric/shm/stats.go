@@ -10,6 +10,7 @@ type stats struct {
 	sleeps         atomic.Uint64 // times Receive slept
 	corrupt        atomic.Uint64 // rings found broken
 	reclaimed      atomic.Uint64 // slots freed after their sender left
+	held           atomic.Uint64 // Hold calls
 }
 
 // Stats are a port's counters.
@@ -26,6 +27,8 @@ type Stats struct {
 	Corrupt uint64
 	// Reclaimed counts slots freed after their sender left or died.
 	Reclaimed uint64
+	// Held counts datagrams the receiver gave back to wait (Hold).
+	Held uint64
 }
 
 // Stats returns the port's counters.
@@ -34,5 +37,6 @@ func (p *Port) Stats() Stats {
 	return Stats{
 		Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), Full: s.full.Load(),
 		Wakes: s.wakes.Load(), Sleeps: s.sleeps.Load(), Corrupt: s.corrupt.Load(), Reclaimed: s.reclaimed.Load(),
+		Held: s.held.Load(),
 	}
 }
