@@ -132,7 +132,7 @@ func routeSpecs(members map[uint32]directory.Member, rs []routing.Route) []engin
 	specs := make([]engine.RouteSpec, len(rs))
 	for i, rt := range rs {
 		specs[i] = engine.RouteSpec{Port: rt.Port, Endpoint: rt.Addr, MinSize: rt.MinSize,
-			MaxDatagram: pathDatagram(members, rt)}
+			MaxDatagram: pathDatagram(members, rt), Gateway: rt.Hops > 1}
 	}
 	return specs
 }

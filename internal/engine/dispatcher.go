@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
@@ -18,6 +19,15 @@ type dispatcher struct {
 	c    counters
 
 	prog progress // who receives and handles: see progress.go
+
+	// The reliable path (reliable.go): protected, the fabric protects
+	// datagram bodies; holder, set when the port takes the path; holding,
+	// a datagram was given back to the fabric for want of room; held, the
+	// datagram just handled is to go back (used by the token holder).
+	protected bool
+	holder    fabric.Holder
+	holding   atomic.Bool
+	held      bool
 
 	// Used only by the holder of the progress token.
 	touched   []*peer
@@ -146,6 +156,10 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 	p.lastHeard.Store(now)
 	switch h.Kind {
 	case wire.Data, wire.Abort:
+		if h.Flags&wire.FlagReliable != 0 {
+			d.onReliableData(p, &h, body)
+			return
+		}
 		if h.Flags&wire.FlagAck != 0 && h.AckCum > p.ackedCum.Load() {
 			a := wire.AckBody{Cum: h.AckCum, Echo: noEcho}
 			p.onAck(&a, d)

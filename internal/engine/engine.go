@@ -75,6 +75,7 @@ func (e *Engine) AddPort(fab fabric.Port, mode Mode) (int, error) {
 	defer e.portsMu.Unlock()
 	d := &dispatcher{e: e, fab: fab, mode: mode, idx: len(e.ports)}
 	d.prog.init(fab)
+	d.adoptCaps()
 	e.ports = append(e.ports, d)
 	ps := append([]*dispatcher(nil), e.ports...)
 	e.portList.Store(&ps)
@@ -104,6 +105,9 @@ type RouteSpec struct {
 	// MaxDatagram, if positive, caps the datagram size (for paths whose
 	// later hops carry smaller datagrams than the first).
 	MaxDatagram int
+	// Gateway says that Endpoint is a gateway's, which forwards: the
+	// fabric's guarantees then end there (see reliable.go).
+	Gateway bool
 }
 
 // SetPeer adds process proc, reached through port portIdx at endpoint ep,
@@ -122,7 +126,9 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 		return fmt.Errorf("pcor: no route to %d", proc)
 	}
 	rs := make(routeSet, 0, len(specs))
+	direct := true
 	for _, sp := range specs {
+		direct = direct && !sp.Gateway
 		d := e.dispatcherAt(sp.Port)
 		if d == nil {
 			return fmt.Errorf("pcor: no port %d", sp.Port)
@@ -181,6 +187,7 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 		e.peers.Store(&m)
 	}
 	p.routes.Store(&rs)
+	p.reliable.Store(reliableRoutes(rs, direct))
 	return nil
 }
 
@@ -266,6 +273,7 @@ func (e *Engine) release(n int64) {
 		return
 	}
 	e.budgetUsed.Add(-n)
+	e.resumeHeld()
 	if e.localWaiting.Load() > 0 {
 		e.drainLocal()
 	}
@@ -293,6 +301,7 @@ func (e *Engine) putBatch(b *batch) {
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.lingerPosted()
+		e.flushReliable()
 		// Acknowledge what arrived, so that senders of messages this
 		// process received do not see it as lost.
 		for _, p := range *e.peers.Load() {

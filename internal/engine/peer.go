@@ -76,6 +76,11 @@ type peer struct {
 	mu sync.Mutex
 	tx txStream
 
+	// reliable: the peer is sent to on the reliable path (reliable.go);
+	// sendMu is held by the one thread transmitting to it there.
+	reliable atomic.Bool
+	sendMu   sync.Mutex
+
 	rxmu     sync.Mutex
 	rx       rxStream
 	ackTimer *time.Timer // sends a delayed acknowledgement; guarded by rxmu

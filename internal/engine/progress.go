@@ -288,8 +288,13 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 // The caller holds the token and drive.
 func (d *dispatcher) handleBatch(msgs [][]byte) {
 	now := nanotime()
-	for i := range msgs {
-		d.handle(msgs[i], now)
+	for i := 0; i < len(msgs); i++ {
+		if d.handle(msgs[i], now); d.held {
+			for k := d.hold(i); k > 0; k-- {
+				i++
+				msgs[i] = nil // back in the fabric, received again later
+			}
+		}
 		msgs[i] = nil
 	}
 	d.flush()

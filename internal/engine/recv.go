@@ -31,6 +31,8 @@ func (e *Engine) irecv(r *Request) {
 	s.mu.Unlock()
 	if m != nil {
 		e.fillFromMCB(r, m)
+	} else {
+		e.resumeHeld() // a held message may fit this receive's buffer
 	}
 }
 

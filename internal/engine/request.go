@@ -66,6 +66,7 @@ type Request struct {
 	rt       *route
 	msgID    uint64
 	started  bool
+	rel      bool // transmitted on the reliable path
 	canceled bool
 	ackNow   bool // the sender waits: ask for the acknowledgement at once
 	fragSize uint32
@@ -93,7 +94,7 @@ func (r *Request) reset() {
 	r.owned = nil
 	r.ownerPeer.Store(nil)
 	r.peer, r.rt = nil, nil
-	r.msgID, r.started, r.canceled, r.ackNow = 0, false, false, false
+	r.msgID, r.started, r.rel, r.canceled, r.ackNow = 0, false, false, false, false
 	r.fragSize, r.nfrag, r.nextFrag, r.acked = 0, 0, 0, 0
 }
 

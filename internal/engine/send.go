@@ -50,6 +50,11 @@ func (e *Engine) isend(r *Request) {
 	}
 	r.peer = p
 	p.tx.enqueue(r)
+	if p.reliable.Load() {
+		p.mu.Unlock()
+		p.sendReliable(r)
+		return
+	}
 	// With enough in flight, acknowledgements clock out what is queued,
 	// many fragments to a system call; otherwise send at once.
 	clocked := p.tx.pipe() >= e.cfg.AckEvery
@@ -226,7 +231,8 @@ func (e *Engine) cancelSend(r *Request) {
 	}
 	p.mu.Lock()
 	t := &p.tx
-	if r.state.Load() != statePending || r.canceled {
+	if r.state.Load() != statePending || r.canceled || r.rel {
+		// (A message on the reliable path goes to its end once begun.)
 		p.mu.Unlock()
 		return
 	}

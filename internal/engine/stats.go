@@ -30,21 +30,24 @@ var DropReasons = [nDrops]string{
 
 // PortStats are the counters of one port.
 type PortStats struct {
-	Fabric        string
-	Endpoint      string
-	Mode          Mode
-	FragsSent     uint64
-	FragsRecv     uint64
-	BytesSent     uint64
-	BytesRecv     uint64
-	AcksSent      uint64
-	AcksRecv      uint64
-	Retransmits   uint64
-	Timeouts      uint64
-	FastRetrans   uint64
-	Duplicates    uint64
-	BusySent      uint64
-	BusyRecv      uint64
+	Fabric      string
+	Endpoint    string
+	Mode        Mode
+	FragsSent   uint64
+	FragsRecv   uint64
+	BytesSent   uint64
+	BytesRecv   uint64
+	AcksSent    uint64
+	AcksRecv    uint64
+	Retransmits uint64
+	Timeouts    uint64
+	FastRetrans uint64
+	Duplicates  uint64
+	BusySent    uint64
+	BusyRecv    uint64
+	// Holds counts datagrams given back to a reliable fabric for want of
+	// room, to be received again later.
+	Holds         uint64
 	Forwarded     uint64
 	Drops         map[string]uint64
 	DroppedTotal  uint64
@@ -62,6 +65,7 @@ type counters struct {
 	fragsSent, fragsRecv, bytesSent, bytesRecv atomic.Uint64
 	acksSent, acksRecv, retrans, dups          atomic.Uint64
 	busySent, busyRecv, forwarded              atomic.Uint64
+	holds                                      atomic.Uint64
 	timeouts, fastRetrans                      atomic.Uint64
 	msgsRecv, msgsSent, sendErrs, recvErrs     atomic.Uint64
 	drops                                      [nDrops]atomic.Uint64
@@ -82,6 +86,7 @@ func (c *counters) snapshot(s *PortStats) {
 	s.Duplicates = c.dups.Load()
 	s.BusySent = c.busySent.Load()
 	s.BusyRecv = c.busyRecv.Load()
+	s.Holds = c.holds.Load()
 	s.Forwarded = c.forwarded.Load()
 	s.MessagesRecv = c.msgsRecv.Load()
 	s.MessagesSent = c.msgsSent.Load()

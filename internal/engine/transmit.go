@@ -15,7 +15,7 @@ func (e *Engine) transmitRuns(ports []*dispatcher, dgs []fabric.Datagram) {
 	}
 }
 
-func (e *Engine) transmit(d *dispatcher, dgs []fabric.Datagram) {
+func (e *Engine) transmit(d *dispatcher, dgs []fabric.Datagram) error {
 	sent, err := d.fab.Send(dgs)
 	var bytes uint64
 	for i := 0; i < sent; i++ {
@@ -26,4 +26,5 @@ func (e *Engine) transmit(d *dispatcher, dgs []fabric.Datagram) {
 	if err != nil {
 		d.c.sendErrs.Add(1)
 	}
+	return err
 }

@@ -1,0 +1,310 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/wire"
+)
+
+// The path for reliable fabrics.
+//
+// A port whose fabric is reliable (every datagram Send took arrives once
+// and in order, unless the destination is lost), protected (the bytes
+// arrive as sent) and able to hold datagrams back (fabric.Holder) needs
+// none of the datagram protocol: a peer all of whose routes are direct on
+// one such port is sent to without sequence numbers, acknowledgements,
+// retransmission timers or windows, and without a checksum of the body.
+// Any fabric offering fabric.Reliable|fabric.Protected and fabric.Holder
+// takes this path: shared memory does, and so can RDMA's reliable
+// connections (holding back by not reposting receives, which the peer
+// sees as receiver-not-ready).
+//
+// Sending. The thread that posts a message cuts it and hands every
+// fragment to the fabric itself, in order, marked wire.FlagReliable; the
+// fabric waits while the destination's queue is full, so a slow receiver
+// slows the sender. The message completes when the fabric has taken its
+// last fragment: the data may then be reused, and the destination will
+// receive it unless it dies. One thread at a time transmits to a peer
+// (peer.sendMu); a thread that finds another transmitting leaves its
+// message queued, and the one transmitting sends it after its own, so
+// messages leave in the order they were posted. A message whose
+// transmission has begun runs to its end: cancelling it has no effect.
+//
+// Receiving. Fragments are placed into their message and completed
+// messages are entered into the receive table in message order, as on the
+// datagram path, but nothing is acknowledged and nothing waits for a
+// retransmission. A message that finds no control block or receive budget
+// is not refused (its sender kept no copy): its first fragment is held in
+// the fabric (fabric.Holder), which stops reading from that sender only,
+// and it is taken again once budget is released or a receive is posted.
+// A message larger than MaxMessage is refused as on the datagram path;
+// its sender has already completed it, so only this process counts it
+// (DropTooLarge).
+//
+// Loss. A destination that dies or closes is reported by the fabric
+// (fabric.LostPeers): sends to it fail with a PeerDownError, as do the
+// receives waiting on a message from it. A sender that dies in the middle
+// of a message is given up after the unreachable timeout, as on the
+// datagram path.
+//
+// Closing. Close waits (at most the unreachable timeout, no more than two
+// seconds) until the destinations have handled what was sent to them
+// (fabric.Flusher), so that a process that sends its last message and
+// leaves is not found gone before the message is read.
+
+// reliableCaps are the capabilities a port needs for the reliable path.
+const reliableCaps = fabric.Reliable | fabric.Protected
+
+// adoptCaps reads what the port offers when the engine adds it.
+func (d *dispatcher) adoptCaps() {
+	caps := fabric.CapsOf(d.fab)
+	d.protected = caps.Has(fabric.Protected)
+	if h, ok := d.fab.(fabric.Holder); ok && caps.Has(reliableCaps) {
+		d.holder = h
+	}
+	if lp, ok := d.fab.(fabric.LostPeers); ok && caps.Has(fabric.PeerLost) {
+		lp.OnPeerLost(func(ep fabric.Endpoint) { d.e.peerLost(d, ep) })
+	}
+}
+
+// reliableRoutes reports whether every route of rs is a direct one on the
+// same port of the reliable path.
+func reliableRoutes(rs routeSet, direct bool) bool {
+	if !direct || len(rs) == 0 || rs[0].disp.holder == nil {
+		return false
+	}
+	for _, r := range rs[1:] {
+		if r.disp != rs[0].disp {
+			return false
+		}
+	}
+	return true
+}
+
+// inlineLimit is the largest message an Isend or Post transmits before it
+// returns; a larger one is transmitted by a goroutine, so that Isend does
+// not wait for the destination to make room. A blocking Send always
+// transmits its message itself.
+const inlineLimit = 256 << 10
+
+// sendReliable transmits r, queued on the reliable path.
+func (p *peer) sendReliable(r *Request) {
+	if r.ackNow || len(r.data) <= inlineLimit {
+		p.pumpReliable()
+		return
+	}
+	e := p.e
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		p.pumpReliable()
+	}()
+}
+
+// pumpReliable transmits the peer's queued messages on the reliable path
+// unless another thread does.
+func (p *peer) pumpReliable() {
+	for p.sendMu.TryLock() {
+		more := p.transmitQueuedLocked()
+		p.sendMu.Unlock()
+		if !more {
+			return
+		}
+		// A message may have been queued after the last look and before
+		// the unlock, by a thread that found sendMu held: look again.
+	}
+}
+
+// transmitQueuedLocked sends the queued messages one after the other and
+// reports whether the queue may have more. p.sendMu is held.
+func (p *peer) transmitQueuedLocked() bool {
+	e := p.e
+	b := e.getBatch()
+	defer e.putBatch(b)
+	for {
+		p.mu.Lock()
+		t := &p.tx
+		r := t.queue.head
+		if r == nil || r.started || t.failed != nil || !p.reliable.Load() {
+			// Empty, or the head belongs to the datagram path.
+			p.mu.Unlock()
+			return false
+		}
+		rs := p.routes.Load()
+		t.queue.unlink(nil, r)
+		r.started, r.rel = true, true
+		r.msgID = t.nextMsgID
+		t.nextMsgID++
+		r.rt = rs.pick(int64(len(r.data)))
+		r.fragSize = uint32(r.rt.maxDg - wire.HeaderSize)
+		r.nfrag = uint32(wire.FragCount(uint64(len(r.data)), r.fragSize))
+		p.mu.Unlock()
+		err := p.transmitMessage(b, r)
+		if err == nil {
+			p.mu.Lock()
+			err = t.failed // the peer was lost while the message left
+			p.mu.Unlock()
+		}
+		if r.complete(err) && err == nil {
+			r.rt.disp.c.msgsSent.Add(1)
+		}
+		if r.refs.Load() == 0 {
+			r.free()
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
+// transmitMessage hands every fragment of r to its route's fabric, a
+// batch at a time.
+func (p *peer) transmitMessage(b *batch, r *Request) error {
+	e := p.e
+	rt := r.rt
+	h := wire.Header{
+		Kind:      wire.Data,
+		Flags:     wire.FlagReliable,
+		JobKey:    e.cfg.JobKey,
+		Hops:      wire.DefaultHops,
+		SrcInc:    e.inc,
+		DstInc:    p.inc.Load(),
+		SrcProc:   uint32(e.cfg.Proc),
+		SrcThread: uint32(r.srcThread),
+		DstProc:   uint32(p.proc),
+		DstThread: uint32(r.dstThread),
+		Tag:       int32(r.tag),
+		MsgID:     r.msgID,
+		FragSize:  r.fragSize,
+		Total:     uint64(len(r.data)),
+	}
+	for r.nextFrag < r.nfrag {
+		b.reset()
+		for r.nextFrag < r.nfrag && !b.full() {
+			h.FragIndex = r.nextFrag
+			off := uint64(r.nextFrag) * uint64(r.fragSize)
+			body := r.data[off : off+wire.FragLen(h.Total, r.fragSize, r.nextFrag)]
+			i := len(b.dgs)
+			head := b.heads[i][:]
+			h.Encode(head, body)
+			b.dgs = append(b.dgs, fabric.Datagram{Head: head, Body: body, To: rt.ep})
+			r.nextFrag++
+		}
+		if err := e.transmit(rt.disp, b.dgs); err != nil {
+			return &PeerDownError{Proc: p.proc, Reason: err.Error()}
+		}
+	}
+	return nil
+}
+
+// peerLost fails the peers that port d reached at ep, which its fabric
+// found gone: their sends, and the receives waiting on them.
+func (e *Engine) peerLost(d *dispatcher, ep fabric.Endpoint) {
+	s := ep.String()
+	for _, p := range *e.peers.Load() {
+		rs := p.routes.Load()
+		if rs == nil {
+			continue
+		}
+		for _, rt := range *rs {
+			if rt.disp == d && rt.ep.String() == s {
+				err := &PeerDownError{Proc: p.proc, Reason: "its " + d.fab.Kind() + " port is gone"}
+				p.fail(err)
+				e.failPostedNamed(p.proc, err)
+				break
+			}
+		}
+	}
+}
+
+// onReliableData accepts a fragment sent on the reliable path. A fragment
+// that starts a message there is no room for yet sets d.held: the batch's
+// handler gives it back to the fabric.
+func (d *dispatcher) onReliableData(p *peer, h *wire.Header, body []byte) {
+	if d.holder == nil || h.Kind != wire.Data {
+		// Only a port of the reliable path (protected, so the body needs
+		// no checksum) may carry these.
+		d.c.drops[DropChecksum].Add(1)
+		return
+	}
+	rx := &p.rx
+	p.rxmu.Lock()
+	defer p.rxmu.Unlock()
+	switch m := rx.inprog[h.MsgID]; {
+	case rx.silent:
+		d.c.drops[DropStale].Add(1)
+	case rx.finished(h.MsgID):
+		// The rest of a message refused as too large.
+		d.c.drops[DropTooLarge].Add(1)
+	case m == nil:
+		nb, nr := len(d.busy), len(d.refuse)
+		if m = d.startMessageLocked(p, h); m != nil {
+			d.placeReliableLocked(p, m, h, body)
+		} else if len(d.busy) > nb {
+			// No room yet: wait in the fabric rather than refuse.
+			d.busy = d.busy[:nb]
+			d.held = true
+		} else if len(d.refuse) > nr {
+			// Refused for good: pass over the message.
+			d.delivered = rx.complete(h.MsgID, nil, d.delivered)
+		}
+	case !m.fits(h):
+		d.c.drops[DropInconsistent].Add(1)
+	case m.hasFrag(h.FragIndex):
+		d.c.dups.Add(1)
+	default:
+		d.placeReliableLocked(p, m, h, body)
+	}
+	d.deliverLocked()
+}
+
+// placeReliableLocked stores a fragment and completes its message with
+// the last one. p.rxmu is held.
+func (d *dispatcher) placeReliableLocked(p *peer, m *mcb, h *wire.Header, body []byte) {
+	if m.place(h.FragIndex, body) {
+		delete(p.rx.inprog, h.MsgID)
+		d.delivered = p.rx.complete(h.MsgID, m, d.delivered)
+	}
+}
+
+// hold gives datagram i of the batch being handled back to the fabric and
+// returns how many datagrams after it went back with it.
+func (d *dispatcher) hold(i int) int {
+	d.held = false
+	d.holding.Store(true)
+	d.c.holds.Add(1)
+	return d.holder.Hold(i)
+}
+
+// resumeHeld lets the fabrics deliver again the datagrams held for want of
+// room, once room may have been made (budget released, control block
+// freed, receive posted).
+func (e *Engine) resumeHeld() {
+	ps := e.portList.Load()
+	if ps == nil {
+		return
+	}
+	for _, d := range *ps {
+		if d.holding.Load() && d.holding.CompareAndSwap(true, false) {
+			d.holder.Resume()
+		}
+	}
+}
+
+// flushReliable waits a while for the destinations to handle what was
+// sent to them on reliable fabrics (see Close).
+func (e *Engine) flushReliable() {
+	ctx, cancel := context.WithTimeout(context.Background(), min(e.cfg.UnreachableTimeout, 2*time.Second))
+	defer cancel()
+	ps := e.portList.Load()
+	if ps == nil {
+		return
+	}
+	for _, d := range *ps {
+		if f, ok := d.fab.(fabric.Flusher); ok {
+			f.Flush(ctx)
+		}
+	}
+}

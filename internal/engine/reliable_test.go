@@ -1,0 +1,173 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric/shm"
+	"github.com/pcor-go/pcor/internal/wire"
+)
+
+// shmPair builds two engines joined by shared-memory ports, which take the
+// reliable path.
+func shmPair(t testing.TB, cfg Config) (*Engine, *Engine, *shm.Port, *shm.Port) {
+	t.Helper()
+	base := shm.DefaultDir
+	if _, err := os.Stat(base); err != nil {
+		base = ""
+	}
+	dir, err := os.MkdirTemp(base, "pcor-engine-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	a, err := shm.Listen("a", shm.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := shm.Listen("b", shm.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e0, e1 := pair(t, a, b, cfg)
+	return e0, e1, a, b
+}
+
+// TestReliableSizes sends 0 B to 8 MiB each way over shared memory: every
+// message arrives whole, and the datagram protocol is not used (no
+// acknowledgement, no retransmission, no sequence window).
+func TestReliableSizes(t *testing.T) {
+	e0, e1, _, _ := shmPair(t, Config{})
+	if !e0.peer(1).reliable.Load() || !e1.peer(0).reliable.Load() {
+		t.Fatal("peers on shared memory are not on the reliable path")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, n := range []int{0, 1, 65535, 65536, 65537, 2095872, 2095873, 8 << 20} {
+		data := pattern(n, uint64(n))
+		for _, dir := range [][2]*Engine{{e0, e1}, {e1, e0}} {
+			src, dst := dir[0], dir[1]
+			s := src.newSend(3, dst.Proc(), 4, 9, data)
+			src.post(s)
+			r := dst.newRecv(4, src.Proc(), 3, 9, nil)
+			dst.post(r)
+			if err := r.Wait(ctx); err != nil {
+				t.Fatalf("%d: recv: %v", n, err)
+			}
+			if err := s.Wait(ctx); err != nil {
+				t.Fatalf("%d: send: %v", n, err)
+			}
+			if !bytes.Equal(r.Data(), data) {
+				t.Fatalf("%d: data differs", n)
+			}
+		}
+	}
+	for i, e := range []*Engine{e0, e1} {
+		st := e.Stats()[0]
+		if st.AcksSent != 0 || st.AcksRecv != 0 || st.Retransmits != 0 || st.Timeouts != 0 || st.DroppedTotal != 0 {
+			t.Errorf("engine %d: %d acks sent, %d received, %d retransmitted, %d timeouts, %d dropped %v",
+				i, st.AcksSent, st.AcksRecv, st.Retransmits, st.Timeouts, st.DroppedTotal, st.Drops)
+		}
+		if st.MessagesSent != 8 || st.MessagesRecv != 8 {
+			t.Errorf("engine %d: %d messages sent, %d received, want 8 each", i, st.MessagesSent, st.MessagesRecv)
+		}
+	}
+}
+
+// TestReliableHoldBoundsMemory: a receiver without budget for the
+// messages arriving holds them in the fabric: it never holds more than its
+// budget, nothing is refused or lost, the messages come in order once
+// received, and the sender is slowed down, not failed.
+func TestReliableHoldBoundsMemory(t *testing.T) {
+	const budget = 4 << 20
+	e0, e1, _, _ := shmPair(t, Config{RecvBudget: budget, MCBs: 64})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n, size = 48, 1 << 20
+	var sends []*Request
+	for i := 0; i < n; i++ {
+		s := e0.newSend(0, 1, 0, 0, pattern(size, uint64(i)))
+		e0.post(s)
+		sends = append(sends, s)
+	}
+	deadline := time.Now().Add(500 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if u := e1.BudgetUsed(); u > budget {
+			t.Fatalf("receiver holds %d bytes, budget %d", u, budget)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if e1.Stats()[0].Holds == 0 {
+		t.Fatal("nothing held with the budget spent")
+	}
+	for i := 0; i < n; i++ {
+		r := e1.newRecv(0, 0, 0, 0, nil)
+		e1.post(r)
+		if err := r.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(r.Data(), pattern(size, uint64(i))) {
+			t.Fatalf("message %d differs", i)
+		}
+		if u := e1.BudgetUsed(); u > budget {
+			t.Fatalf("receiver holds %d bytes, budget %d", u, budget)
+		}
+	}
+	for _, s := range sends {
+		if err := s.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := e1.Stats()[0]; st.BusySent != 0 || st.DroppedTotal != 0 {
+		t.Fatalf("%d BUSY sent, %d dropped", st.BusySent, st.DroppedTotal)
+	}
+}
+
+// TestReliablePeerLost: once the destination's port is gone, a send to it
+// fails with ErrPeerDown (reported by the fabric, not by a timeout), and
+// so does a receive waiting on a message from it.
+func TestReliablePeerLost(t *testing.T) {
+	e0, e1, _, _ := shmPair(t, Config{UnreachableTimeout: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := e0.newRecv(0, 1, 0, 5, nil)
+	e0.post(r)
+	e1.Close()
+	start := time.Now()
+	s := e0.newSend(0, 1, 0, 0, make([]byte, 8<<20))
+	e0.post(s)
+	if err := s.Wait(ctx); !errors.Is(err, ErrPeerDown) {
+		t.Fatalf("send to a closed peer: %v", err)
+	}
+	if err := r.Wait(ctx); !errors.Is(err, ErrPeerDown) {
+		t.Fatalf("receive from a closed peer: %v", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the loss took %v to show", d)
+	}
+}
+
+// TestReliableFlagOnlyOnReliablePorts: a datagram marked FlagReliable
+// (its body not summed) arriving on a port not on the reliable path is
+// dropped as unchecked.
+func TestReliableFlagOnlyOnReliablePorts(t *testing.T) {
+	e0, e1 := memPair(t, Config{})
+	h := wire.Header{Kind: wire.Data, Flags: wire.FlagReliable, JobKey: 0xfeed, SrcProc: 0, DstProc: 1,
+		SrcInc: e0.inc, FragSize: 100, Total: 1}
+	pkt := make([]byte, wire.HeaderSize+1)
+	h.Encode(pkt[:wire.HeaderSize], pkt[wire.HeaderSize:])
+	d := e1.dispatcherAt(0)
+	d.prog.drive.Lock()
+	d.handleBatch([][]byte{pkt})
+	d.prog.drive.Unlock()
+	if got := e1.Stats()[0].Drops["checksum"]; got != 1 {
+		t.Fatalf("checksum drops %d, want 1", got)
+	}
+	if _, ok := e1.iprobe(0, AnyProc, AnyThread, AnyTag); ok {
+		t.Fatal("an unchecked datagram was delivered")
+	}
+}
