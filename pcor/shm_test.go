@@ -85,9 +85,13 @@ func TestOverShm(t *testing.T) {
 	if st.DroppedTotal != 0 {
 		t.Errorf("a shared-memory link dropped %d datagrams", st.DroppedTotal)
 	}
-	// Retransmissions here are timer-driven only (the ring loses nothing);
-	// a loaded machine delays acknowledgements past the timeout.
-	t.Logf("%d fragments sent, %d retransmitted", st.FragsSent, st.Retransmits)
+	// Shared memory is reliable: the engine acknowledges and retransmits
+	// nothing over it.
+	if st.AcksSent != 0 || st.AcksRecv != 0 || st.Retransmits != 0 {
+		t.Errorf("over shared memory: %d acknowledgements sent, %d received, %d retransmissions",
+			st.AcksSent, st.AcksRecv, st.Retransmits)
+	}
+	t.Logf("%d fragments sent", st.FragsSent)
 }
 
 // TestShmPeerKilledMidMessage kills the echo process while a 64 MiB

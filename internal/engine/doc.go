@@ -34,6 +34,8 @@
 // stream), ackout.go (acknowledgements sent), forward.go, recv.go (posted
 // receives, probes), recvtable.go and mcb.go (pCoR's receive table and
 // message control blocks), local.go (messages between threads of one
-// process). A method whose name ends in Locked runs with the lock named in
+// process), reliable.go (the path for reliable fabrics, which leaves out
+// the acknowledgements, retransmissions and body checksums above). A
+// method whose name ends in Locked runs with the lock named in
 // its comment held; the lock is taken and released by its caller.
 package engine
