@@ -138,7 +138,7 @@ func (p *peer) transmitQueuedLocked() bool {
 		r.msgID = t.nextMsgID
 		t.nextMsgID++
 		r.rt = rs.pick(int64(len(r.data)))
-		r.fragSize = uint32(r.rt.maxDg - wire.HeaderSize)
+		r.fragSize = fragSizeFor(uint64(len(r.data)), r.rt.maxDg-wire.HeaderSize)
 		r.nfrag = uint32(wire.FragCount(uint64(len(r.data)), r.fragSize))
 		p.mu.Unlock()
 		err := p.transmitMessage(b, r)
