@@ -124,6 +124,9 @@ type rtProc struct {
 	cmd  *exec.Cmd
 	in   io.WriteCloser
 	out  *bufio.Reader
+
+	exited  chan struct{} // closed once the process has ended
+	waitErr error         // how it ended; set before exited is closed
 }
 
 // start runs the test binary in namespace ns with PCOR_RT_* variables
@@ -147,13 +150,28 @@ func (tp *topo) start(name, ns string, env ...string) *rtProc {
 	tp.mu.Lock()
 	tp.procs = append(tp.procs, cmd)
 	tp.mu.Unlock()
-	tp.t.Cleanup(func() { in.Close(); cmd.Process.Kill(); cmd.Wait() })
-	p := &rtProc{t: tp.t, name: name, cmd: cmd, in: in, out: bufio.NewReader(outp)}
+	p := &rtProc{t: tp.t, name: name, cmd: cmd, in: in, out: bufio.NewReader(outp), exited: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	tp.t.Cleanup(func() { in.Close(); cmd.Process.Kill(); <-p.exited })
 	line, err := p.out.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "READY") {
-		tp.t.Fatalf("%s: %q %v", name, line, err)
+		tp.t.Fatalf("%s: %q %v%s", name, line, err, p.ended())
 	}
 	return p
+}
+
+// ended says how the process ended, if it has (its standard output at
+// end of file), for a failure message.
+func (p *rtProc) ended() string {
+	select {
+	case <-p.exited:
+		return fmt.Sprintf(" (process ended: %v)", p.waitErr)
+	case <-time.After(time.Second):
+		return " (process still running)"
+	}
 }
 
 // node starts a joined node of rank in ns.
@@ -176,7 +194,7 @@ func (p *rtProc) do(command string) []string {
 	for {
 		line, err := p.out.ReadString('\n')
 		if err != nil {
-			p.t.Fatalf("%s: %s: %v after %q", p.name, command, err, lines)
+			p.t.Fatalf("%s: %s: %v after %q%s", p.name, command, err, lines, p.ended())
 		}
 		line = strings.TrimSuffix(line, "\n")
 		lines = append(lines, line)
@@ -236,7 +254,7 @@ func transfer3(t *testing.T, src, dst *rtProc, srcProc, dstProc, tag int, sizes 
 	ans := src.do(fmt.Sprintf("send %d %d %s", dstProc, tag, strings.Join(list, " ")))
 	r := <-recvDone
 	if !strings.HasPrefix(r[0], "OK") {
-		t.Fatalf("receiver: %q", r[0])
+		t.Fatalf("receiver: %q%s", r[0], dst.ended())
 	}
 	ns, _ := strconv.ParseInt(strings.Fields(ans[len(ans)-1])[1], 10, 64)
 	return time.Duration(ns)
