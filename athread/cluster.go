@@ -35,10 +35,11 @@ type origin struct {
 	key  uint64
 }
 
-type outMsg struct {
+// posted is a send in flight, for the sender goroutine to reap.
+type posted struct {
+	req  *pcor.Request
 	to   pcor.ProcID
-	tag  pcor.Tag
-	data []byte
+	size int
 }
 
 // cluster is the between-process part of a runtime: the offer pool's
@@ -54,7 +55,8 @@ type cluster struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	out    chan outMsg
+	out    chan posted
+	eps    sync.Pool // *pcor.Thread of the service thread, one per sending goroutine at a time
 	want   chan struct{}
 	replyc chan uint32 // steal request answered (seq): got a task or not
 	done   chan struct{}
@@ -77,10 +79,11 @@ type cluster struct {
 
 func newCluster(ctx context.Context, rt *Runtime) (*cluster, error) {
 	c := &cluster{rt: rt, node: rt.node, svc: rt.cfg.ServiceThread, pol: rt.cfg.Policy,
-		out: make(chan outMsg, 1024), want: make(chan struct{}, 1), replyc: make(chan uint32, 16),
+		out: make(chan posted, 1024), want: make(chan struct{}, 1), replyc: make(chan uint32, 16),
 		done: make(chan struct{}), outst: map[uint64]*task{}, hungry: map[pcor.ProcID]time.Time{},
 		traceFrom: map[pcor.ProcID][]chromeEvent{}, traceWait: make(chan pcor.ProcID, 64)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.eps.New = func() any { return c.node.Thread(c.svc) }
 	procs := slices.Clone(rt.cfg.Procs)
 	if len(procs) == 0 {
 		if d := rt.node.Directory(); d != nil {
@@ -204,26 +207,31 @@ func (c *cluster) live() []pcor.ProcID {
 	return slices.Clone(c.procs)
 }
 
+// send posts a message from the calling goroutine, so that its datagrams
+// leave at once (handing it to another goroutine to post costs a wake-up,
+// milliseconds on a busy machine), and gives the request to the sender
+// goroutine to reap.
 func (c *cluster) send(to pcor.ProcID, tag pcor.Tag, data []byte) {
+	if c.ctx.Err() != nil {
+		return
+	}
+	t := c.eps.Get().(*pcor.Thread)
+	req := t.Isend(pcor.Addr{Proc: to, Thread: c.svc}, tag, data)
+	c.eps.Put(t)
 	select {
-	case c.out <- outMsg{to, tag, data}:
+	case c.out <- posted{req, to, len(data)}:
 	case <-c.ctx.Done():
+		req.Cancel()
 	}
 }
 
-// sender sends the runtime's messages without waiting for each to be
-// accepted (a blocking Send per message would put a round trip between
-// consecutive messages); completed sends are reaped as it goes, and a send
-// that failed because its destination is gone marks the peer down.
+// sender reaps the runtime's sends (posted without waiting for each to be
+// accepted: a blocking Send per message would put a round trip between
+// consecutive messages): it counts the bytes of those that completed, and
+// marks a peer down when a send to it failed because it is gone.
 func (c *cluster) sender() {
 	defer c.wg.Done()
-	t := c.node.Thread(c.svc)
-	type pending struct {
-		req  *pcor.Request
-		to   pcor.ProcID
-		size int
-	}
-	var inflight []pending
+	var inflight []posted
 	reap := func() {
 		kept := inflight[:0]
 		for _, p := range inflight {
@@ -246,8 +254,8 @@ func (c *cluster) sender() {
 			select {
 			case <-c.ctx.Done():
 				return
-			case m := <-c.out:
-				inflight = append(inflight, pending{t.Isend(pcor.Addr{Proc: m.to, Thread: c.svc}, m.tag, m.data), m.to, len(m.data)})
+			case p := <-c.out:
+				inflight = append(inflight, p)
 			}
 		} else {
 			select {
@@ -255,9 +263,16 @@ func (c *cluster) sender() {
 				for _, p := range inflight {
 					p.req.Cancel()
 				}
-				return
-			case m := <-c.out:
-				inflight = append(inflight, pending{t.Isend(pcor.Addr{Proc: m.to, Thread: c.svc}, m.tag, m.data), m.to, len(m.data)})
+				for {
+					select {
+					case p := <-c.out:
+						p.req.Cancel()
+					default:
+						return
+					}
+				}
+			case p := <-c.out:
+				inflight = append(inflight, p)
 			case <-time.After(time.Millisecond):
 			}
 		}

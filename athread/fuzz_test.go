@@ -42,15 +42,17 @@ func FuzzMessages(f *testing.F) {
 			t.Fatalf("result does not round-trip")
 		}
 		// A runtime's handler drops what it cannot read (the tag's low bit
-		// chooses the sender, process 0 or 1) (its replies go
-		// to the sender queue, which nobody drains here).
+		// chooses the sender, process 0 or 1; replies are posted to a
+		// process that does not exist, or to this one's service thread,
+		// where nobody receives them).
 		rt := &Runtime{funcs: reg.freeze(), base: context.Background(), node: node}
 		rt.vps = []*vp{{rt: rt, wake: make(chan struct{}, 1)}}
 		rt.vps[0].dq.init()
-		c := &cluster{rt: rt, node: node, svc: DefaultServiceThread, pol: &Random{}, out: make(chan outMsg, 16), replyc: make(chan uint32, 16),
+		c := &cluster{rt: rt, node: node, svc: DefaultServiceThread, pol: &Random{}, out: make(chan posted, 16), replyc: make(chan uint32, 16),
 			outst: map[uint64]*task{}, hungry: map[pcor.ProcID]time.Time{}, traceFrom: map[pcor.ProcID][]chromeEvent{},
 			traceWait: make(chan pcor.ProcID, 1), done: make(chan struct{}), procs: []pcor.ProcID{0, 1}}
 		c.ctx, c.cancel = context.WithCancel(context.Background())
+		c.eps.New = func() any { return node.Thread(DefaultServiceThread) }
 		defer c.cancel()
 		rt.cl = c
 		c.handle(pcor.Message{Data: data, Src: pcor.Addr{Proc: pcor.ProcID(tag & 1)}, Tag: pcor.Tag(tag >> 1)})
