@@ -52,4 +52,8 @@ type Config struct {
 	UnreachableTimeout time.Duration
 	// Window is the most fragments in flight to one peer (default 4096).
 	Window int
+	// SumBodies keeps pcor's checksum over message bodies on fabrics that
+	// protect the bytes they carry themselves (UDP's checksum, RDMA's
+	// CRC), where by default only datagram headers are summed.
+	SumBodies bool
 }

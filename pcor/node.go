@@ -41,6 +41,7 @@ func NewNode(cfg Config) (*Node, error) {
 		Buckets:            cfg.Buckets,
 		UnreachableTimeout: cfg.UnreachableTimeout,
 		Window:             cfg.Window,
+		SumBodies:          cfg.SumBodies,
 	})
 	if err != nil {
 		return nil, err

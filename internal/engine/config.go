@@ -49,6 +49,11 @@ type Config struct {
 	AckEvery int
 	// MinRTO and MaxRTO bound the retransmission timeout (default 10 ms, 1 s).
 	MinRTO, MaxRTO time.Duration
+	// SumBodies keeps the checksum over the body of every datagram. By
+	// default a datagram sent on a port whose fabric protects its bytes
+	// (fabric.Protected: UDP's own checksum) has its header summed
+	// alone, which spares a pass over the data on each side.
+	SumBodies bool
 }
 
 const (

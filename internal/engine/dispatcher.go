@@ -21,7 +21,8 @@ type dispatcher struct {
 	prog progress // who receives and handles: see progress.go
 
 	// The reliable path (reliable.go): protected, the fabric protects
-	// datagram bodies; holder, set when the port takes the path; holding,
+	// datagram bodies (data sent on the port, on either path, has its
+	// header summed alone: wire.FlagBodyUnsummed, FlagReliable); holder, set when the port takes the path; holding,
 	// a datagram was given back to the fabric for want of room; held, the
 	// datagram just handled is to go back (used by the token holder).
 	protected bool
@@ -131,6 +132,11 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 			reason = DropLength
 		}
 		d.c.drops[reason].Add(1)
+		return
+	}
+	if h.Flags&wire.FlagBodyUnsummed != 0 && !d.protected {
+		// A body no fabric vouched for on its last hop.
+		d.c.drops[DropChecksum].Add(1)
 		return
 	}
 	if ProcID(h.DstProc) != e.cfg.Proc {

@@ -7,7 +7,9 @@ import (
 
 // forward passes on a datagram whose final destination is another
 // process, fragment by fragment, along this process's route to it. The
-// datagram leaves unchanged but for its hop count.
+// datagram leaves unchanged but for its hop count, and for its checksum
+// when its body was not summed (it came over a fabric that protects it)
+// and the next fabric does not protect it.
 func (d *dispatcher) forward(h *wire.Header, pkt []byte) {
 	e := d.e
 	if h.Hops == 0 {
@@ -31,6 +33,9 @@ func (d *dispatcher) forward(h *wire.Header, pkt []byte) {
 	if len(pkt) > rt.maxDg {
 		d.c.drops[DropTooBig].Add(1)
 		return
+	}
+	if h.Flags&wire.FlagBodyUnsummed != 0 && !rt.disp.protected {
+		wire.Reseal(pkt) // the next fabric does not protect the body
 	}
 	wire.SetHops(pkt, h.Hops-1)
 	d.fwd = append(d.fwd, fabric.Datagram{Head: pkt, To: rt.ep})

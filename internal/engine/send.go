@@ -200,6 +200,9 @@ func (p *peer) build(b *batch, rt *route, en *txEntry) {
 		if r.ackNow && en.frag+1 == r.nfrag {
 			h.Flags |= wire.FlagAckNow
 		}
+		if rt.disp.protected && !p.e.cfg.SumBodies {
+			h.Flags |= wire.FlagBodyUnsummed
+		}
 		h.FragSize = r.fragSize
 		h.Total = uint64(len(r.data))
 		h.FragIndex = en.frag

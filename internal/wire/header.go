@@ -22,7 +22,8 @@
 //	64 frag idx  u32
 //	68 body len  u32  bytes after the header
 //	72 checksum  u64  xxhash64 of the header (hops and this field zero) and
-//	                  body (the header alone with FlagReliable)
+//	                  body (the header alone with FlagReliable or
+//	                  FlagBodyUnsummed)
 //	80 src inc   u32  incarnation of the sending engine (random per start)
 //	84 dst inc   u32  incarnation of the destination as the sender knows it
 //	                  (zero before it has heard from it)
@@ -127,6 +128,12 @@ const (
 	// acknowledged, and its checksum covers the header only (the fabric
 	// already protects the body).
 	FlagReliable = 1 << 3
+	// FlagBodyUnsummed says the checksum covers the header alone: the
+	// datagram's body crosses only fabrics that protect it
+	// (fabric.Protected, such as UDP's checksum), so hashing it again
+	// would only cost time. A receiver accepts it only from such a
+	// fabric, and a gateway passing it on to another kind reseals it.
+	FlagBodyUnsummed = 1 << 5
 )
 
 // Header is the decoded fragment header.
@@ -213,17 +220,26 @@ func (h *Header) Put(b []byte) {
 }
 
 // Seal writes the checksum of head (an encoded header) and body into head;
-// with FlagReliable in head, of head alone.
+// with FlagReliable or FlagBodyUnsummed in head, of head alone.
 func Seal(head, body []byte) {
 	binary.LittleEndian.PutUint64(head[72:], checksum(head, summed(head, body)))
 }
 
-// summed is the part of body the checksum covers: none with FlagReliable.
+// summed is the part of body the checksum covers: none with FlagReliable
+// or FlagBodyUnsummed.
 func summed(head, body []byte) []byte {
-	if head[4]&FlagReliable != 0 {
+	if head[4]&(FlagReliable|FlagBodyUnsummed) != 0 {
 		return nil
 	}
 	return body
+}
+
+// Reseal makes the checksum of the encoded datagram pkt (header and body,
+// already decoded) cover its body too, clearing FlagBodyUnsummed: for a
+// gateway passing the datagram on to a fabric that does not protect it.
+func Reseal(pkt []byte) {
+	pkt[4] &^= FlagBodyUnsummed
+	Seal(pkt[:HeaderSize], pkt[HeaderSize:])
 }
 
 // Encode is Put followed by Seal.

@@ -1,0 +1,47 @@
+package wire
+
+import (
+	"errors"
+	"testing"
+)
+
+// With FlagBodyUnsummed the checksum covers the header alone: a changed
+// body passes, a changed header (the flag included) does not. Reseal
+// makes the checksum cover the body again.
+func TestBodyUnsummed(t *testing.T) {
+	h := Header{Kind: Data, JobKey: key, FragSize: 100, Total: 250, FragIndex: 2}
+	body := make([]byte, 50)
+	flip := func(p []byte, i int) []byte { p[i] ^= 0x40; return p }
+
+	h.Flags = FlagBodyUnsummed
+	if _, _, err := Decode(flip(encode(h, body), HeaderSize+3), key); err != nil {
+		t.Errorf("unsummed body changed: %v", err)
+	}
+	if _, _, err := Decode(flip(encode(h, body), 33), key); !errors.Is(err, ErrChecksum) {
+		t.Errorf("unsummed, header changed: %v", err)
+	}
+	// Setting the flag on a datagram summed whole, or clearing it, breaks
+	// the checksum: the flag is part of the header summed.
+	p := encode(h, body)
+	p[4] &^= FlagBodyUnsummed
+	if _, _, err := Decode(p, key); !errors.Is(err, ErrChecksum) {
+		t.Errorf("flag cleared: %v", err)
+	}
+	h.Flags = 0
+	p = encode(h, body)
+	p[4] |= FlagBodyUnsummed
+	if _, _, err := Decode(flip(p, HeaderSize+3), key); !errors.Is(err, ErrChecksum) {
+		t.Errorf("flag set on a summed datagram: %v", err)
+	}
+
+	h.Flags = FlagBodyUnsummed | FlagAck
+	p = encode(h, body)
+	Reseal(p)
+	got, _, err := Decode(p, key)
+	if err != nil || got.Flags != FlagAck {
+		t.Fatalf("resealed: flags %#x, %v", got.Flags, err)
+	}
+	if _, _, err := Decode(flip(p, HeaderSize+3), key); !errors.Is(err, ErrChecksum) {
+		t.Errorf("resealed, body changed: %v", err)
+	}
+}
