@@ -39,8 +39,9 @@ type row struct {
 }
 
 // sweep runs every combination, a few at a time, and returns the rows in
-// the order of the flags. hws without a depth limit gets the one for the
-// group count and the task tree's fan-out (hws.DepthLimitFor).
+// the order of the flags. hws without a depth limit gets the one that
+// minimises the terms of Théorème 1 the limit trades (sim.DAG.BestLimit),
+// and every row's bound is for that limit.
 func sweep(o *options, progress io.Writer) ([]row, error) {
 	type simJob struct {
 		i      int
@@ -59,9 +60,13 @@ func sweep(o *options, progress io.Writer) ([]row, error) {
 				if g*pg > sim.MaxProcs {
 					return nil, fmt.Errorf("%d groups of %d is more than %d processes", g, pg, sim.MaxProcs)
 				}
+				limit := d.BestLimit(g, pg)
 				for _, p := range o.policies {
 					if p.Kind == hws.HWS && p.DepthLimit == 0 && g > 1 {
-						p.DepthLimit = hws.DepthLimitFor(g, d.Fanout())
+						p.DepthLimit = limit
+					}
+					if p.Kind != hws.HWS {
+						p.DepthLimit = limit // the bound printed beside it
 					}
 					jobs = append(jobs, simJob{len(jobs), d, g, pg, p})
 				}

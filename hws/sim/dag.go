@@ -145,6 +145,53 @@ func (d *DAG) Blocks(limit int) (n int, maxWork int64) {
 	return n, maxWork
 }
 
+// WorkAbove is W_u for a depth limit: the work of the tasks created above
+// it (depth < limit), which under hws only the masters run.
+func (d *DAG) WorkAbove(limit int) int64 {
+	var w int64
+	for i := range d.depth {
+		if int(d.depth[i]) < limit {
+			w += int64(d.pre[i]) + int64(d.post[i])
+		}
+	}
+	return w
+}
+
+// BestLimit is the hws depth limit for g groups of pg processes that
+// minimises the two terms of Théorème 1's makespan the limit trades
+// against each other: W_u/g, the work above the limit, which only the g
+// masters run, and max_i W_i/p_g, the largest block run by one group
+// (both in units; the shallower limit on a tie). A limit too deep puts
+// whole leaves above it (the masters run them while their groups wait); one
+// too shallow leaves blocks too large for one group. It is 0 for a single
+// group.
+func (d *DAG) BestLimit(g, pg int) int {
+	if g <= 1 || d.Len() == 0 {
+		return 0
+	}
+	work, _ := d.subtree()
+	deepest := 0
+	for _, dp := range d.depth {
+		deepest = max(deepest, int(dp))
+	}
+	own := make([]int64, deepest+1)   // work of the tasks at each depth
+	block := make([]int64, deepest+1) // largest subtree rooted at each depth
+	for i, dp := range d.depth {
+		own[dp] += int64(d.pre[i]) + int64(d.post[i])
+		block[dp] = max(block[dp], work[i])
+	}
+	best, bestCost := 1, -1.0
+	var above int64
+	for l := 1; l <= deepest; l++ {
+		above += own[l-1]
+		cost := float64(above)/float64(g) + float64(block[l])/float64(pg)
+		if bestCost < 0 || cost < bestCost {
+			best, bestCost = l, cost
+		}
+	}
+	return best
+}
+
 func newDAG(name string) *DAG { return &DAG{Name: name} }
 
 func (d *DAG) check() (*DAG, error) {

@@ -66,3 +66,45 @@ func TestDAGFigures(t *testing.T) {
 		}
 	}
 }
+
+// BestLimit minimises W_u/g + max_i W_i/p_g over the depth limits, the
+// shallower on a tie; W_u counts the tasks above the limit.
+func TestBestLimit(t *testing.T) {
+	b, _ := Balanced(2, 2, 5)
+	// Limit 1: W_u = 2 (the root), largest block 12; limit 2: W_u = 6,
+	// blocks of 5.
+	if b.WorkAbove(1) != 2 || b.WorkAbove(2) != 6 || b.WorkAbove(0) != 0 {
+		t.Fatalf("W_u %d %d", b.WorkAbove(1), b.WorkAbove(2))
+	}
+	if l := b.BestLimit(2, 1); l != 2 { // 1 + 12 against 3 + 5
+		t.Fatalf("2 groups of 1: limit %d, want 2", l)
+	}
+	if l := b.BestLimit(2, 4); l != 1 { // 1 + 3 against 3 + 1.25
+		t.Fatalf("2 groups of 4: limit %d, want 1", l)
+	}
+	if b.BestLimit(1, 8) != 0 {
+		t.Fatal("a single group has a limit")
+	}
+	f, _ := Fib(30, 14)
+	u, _ := Unbalanced(3_000_000, 2000, 1)
+	m, _ := MatMul(256, 32)
+	for _, d := range []*DAG{f, u, m} {
+		for _, g := range []int{4, 64} {
+			for _, pg := range []int{2, 16} {
+				got := d.BestLimit(g, pg)
+				cost := func(l int) float64 {
+					_, mx := d.Blocks(l)
+					return float64(d.WorkAbove(l))/float64(g) + float64(mx)/float64(pg)
+				}
+				for l := 1; l < 64; l++ {
+					if n, _ := d.Blocks(l); n == 0 {
+						break
+					}
+					if cost(l) < cost(got) || cost(l) == cost(got) && l < got {
+						t.Fatalf("%s %dx%d: limit %d costs %.0f, %d costs %.0f", d.Name, g, pg, got, cost(got), l, cost(l))
+					}
+				}
+			}
+		}
+	}
+}

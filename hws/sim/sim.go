@@ -210,7 +210,13 @@ func (s *sim) theory() {
 	r.Work, r.Span = s.d.Work(), s.d.Span()
 	r.Limit = s.pol.Limit(s.g)
 	if s.pol.Kind != hws.HWS {
-		r.Limit = hws.DefaultDepthLimit(s.pl.Groups)
+		// The bound of random and crs runs is the one for the depth
+		// limit the policy carries (to compare with an hws run), else the
+		// hws default.
+		r.Limit = s.pol.DepthLimit
+		if r.Limit <= 0 {
+			r.Limit = hws.DefaultDepthLimit(s.pl.Groups)
+		}
 	}
 	r.Blocks, r.MaxBlock = s.d.Blocks(r.Limit)
 	step := 2*float64(s.pl.WideLatency) + 2*float64(s.pl.Header)/s.pl.WideBandwidth*1e9
