@@ -442,11 +442,15 @@ func (c *cluster) wantWork() {
 }
 
 // thief asks other processes for work while this process has idle VPs
-// and nothing to run.
+// and nothing to run: one request at a time, waiting for each answer,
+// except the asynchronous ones of an AsyncPolicy (one outstanding at a
+// time).
 func (c *cluster) thief() {
 	defer c.wg.Done()
 	t := c.node.Thread(c.svc)
 	rt := c.rt
+	ap, _ := c.pol.(AsyncPolicy)
+	var async outstanding
 	for {
 		select {
 		case <-c.ctx.Done():
@@ -457,12 +461,19 @@ func (c *cluster) thief() {
 		var last pcor.ProcID
 		backoff := minBackoff
 		for c.ctx.Err() == nil && rt.nidle.Load() > 0 && !rt.hasWork() {
+			c.drainReplies(&async)
 			procs := c.live()
-			victim, ok := c.pol.Victim(StealQuery{Self: rt.proc, Thief: rt.proc, Procs: procs, Attempt: attempt, Last: last})
+			q := StealQuery{Self: rt.proc, Thief: rt.proc, Procs: procs, Attempt: attempt, Last: last, Outstanding: async.seq != 0}
+			victim, ok := c.pol.Victim(q)
 			if ok && victim != rt.proc && slices.Contains(procs, victim) {
 				seq := c.seq.Add(1)
 				req := stealReq{thief: rt.proc, seq: seq}
 				c.stealsSent.Add(1)
+				if ap != nil && async.seq == 0 && ap.Async(q, victim) {
+					async = outstanding{seq: seq, since: time.Now()}
+					c.send(victim, tagSteal, req.append(nil))
+					continue
+				}
 				ctx, cancel := context.WithTimeout(c.ctx, sendTimeout)
 				err := t.Send(ctx, pcor.Addr{Proc: victim, Thread: c.svc}, tagSteal, req.append(nil))
 				cancel()
@@ -470,7 +481,7 @@ func (c *cluster) thief() {
 					if errors.Is(err, pcor.ErrPeerDown) || errors.Is(err, pcor.ErrUnreachable) {
 						c.peerDown(victim, err)
 					}
-				} else if c.awaitReply(seq) {
+				} else if c.awaitReply(seq, &async) {
 					attempt, backoff = 0, minBackoff
 					continue
 				}
@@ -481,6 +492,9 @@ func (c *cluster) thief() {
 				}
 			}
 			select {
+			case s := <-c.replyc:
+				async.answered(s)
+				continue
 			case <-time.After(backoff):
 			case <-c.ctx.Done():
 				return
@@ -490,14 +504,46 @@ func (c *cluster) thief() {
 	}
 }
 
+// outstanding is the thief's asynchronous request, if any (seq 0: none).
+type outstanding struct {
+	seq   uint32
+	since time.Time
+}
+
+// answered forgets the request if s (from replyc) answers it.
+func (o *outstanding) answered(s uint32) {
+	if o.seq != 0 && s&^(1<<31) == o.seq {
+		o.seq = 0
+	}
+}
+
+// drainReplies takes the answers that came while no request was awaited,
+// and gives up an asynchronous request unanswered for stealReplyTimeout.
+func (c *cluster) drainReplies(async *outstanding) {
+	for {
+		select {
+		case s := <-c.replyc:
+			async.answered(s)
+			continue
+		default:
+		}
+		break
+	}
+	if async.seq != 0 && time.Since(async.since) > stealReplyTimeout {
+		async.seq = 0
+	}
+}
+
 // awaitReply waits for the answer to steal request seq and reports whether
-// it brought a thread.
-func (c *cluster) awaitReply(seq uint32) bool {
+// it brought a thread; an answer to the asynchronous request meanwhile
+// ends that one.
+func (c *cluster) awaitReply(seq uint32, async *outstanding) bool {
 	timer := time.NewTimer(stealReplyTimeout)
 	defer timer.Stop()
 	for {
 		select {
 		case s := <-c.replyc:
+			async.answered(s)
 			if s&^(1<<31) == seq {
 				return s&(1<<31) != 0
 			}

@@ -69,6 +69,22 @@ type StealQuery struct {
 	Attempt int           // requests since the thief last received work
 	Hops    int           // times the request was forwarded (Forward)
 	Last    pcor.ProcID   // the previous victim (when Attempt > 0)
+	// Outstanding is set while an asynchronous request of the thief
+	// (AsyncPolicy) is unanswered.
+	Outstanding bool
+}
+
+// AsyncPolicy is a Policy some of whose requests are asynchronous, as the
+// wide-area requests of Satin's cluster-aware random stealing: the thief
+// sends such a request without waiting for its answer and goes on asking
+// (Victim is called again at once, with StealQuery.Outstanding set); at
+// most one is outstanding per process. The answer, a thread or nothing,
+// comes back as for any request.
+type AsyncPolicy interface {
+	Policy
+	// Async reports whether the request to victim that Victim chose for
+	// q is to be sent asynchronously.
+	Async(q StealQuery, victim pcor.ProcID) bool
 }
 
 // Random is the default policy: every thread of a registered function not

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -243,6 +244,23 @@ func benchHandOut(ctx context.Context, rt *athread.Runtime) error {
 	return nil
 }
 
+// asyncOnly is a policy all of whose requests are asynchronous; it counts
+// the times the thief came back to it while a request was unanswered.
+type asyncOnly struct {
+	athread.Random
+	outstanding atomic.Int64
+}
+
+func (a *asyncOnly) Victim(q athread.StealQuery) (pcor.ProcID, bool) {
+	if q.Outstanding {
+		a.outstanding.Add(1)
+		return 0, false
+	}
+	return a.Random.Victim(q)
+}
+
+func (a *asyncOnly) Async(q athread.StealQuery, victim pcor.ProcID) bool { return true }
+
 // The utilisation test: 48 threads each busy 2 ms, spread over the
 // processes; utilFrom and utilTo bracket them and utilRan counts the
 // threads each process ran.
@@ -291,7 +309,13 @@ func runRole(role string) int {
 		athread.Register("extra", func(ctx context.Context, n int) (int, error) { return n, nil },
 			athread.Fixed[int](), athread.Fixed[int]())
 	}
-	rt, err := athread.FromEnv(ctx, athread.Config{VPs: 2, Trace: role == "util"})
+	cfg := athread.Config{VPs: 2, Trace: role == "util"}
+	var async *asyncOnly
+	if role == "async" {
+		async = &asyncOnly{}
+		cfg.Policy = async
+	}
+	rt, err := athread.FromEnv(ctx, cfg)
 	if err != nil {
 		fmt.Println("START", err)
 		return 1
@@ -305,6 +329,9 @@ func runRole(role string) int {
 			return benchHandOut(ctx, rt)
 		case "util":
 			return utilRun(ctx)
+		case "async":
+			v, err := athread.Create(ctx, fib, 25).Join(ctx)
+			fmt.Println("FIB", v, err)
 		case "fib":
 			v, err := athread.Create(ctx, fib, 24).Join(ctx)
 			fmt.Println("FIB", v, err)
@@ -375,6 +402,9 @@ func runRole(role string) int {
 	})
 	if role == "util" && rt.Proc() == 0 {
 		printUtil(rt)
+	}
+	if async != nil {
+		fmt.Printf("ASYNC proc=%d outstanding=%d\n", rt.Proc(), async.outstanding.Load())
 	}
 	c := rt.Counters()
 	fmt.Printf("COUNTERS proc=%d run=%d remoteSteals=%d given=%d\n", rt.Proc(), c.TasksRun, c.RemoteSteals, c.Given)
@@ -468,6 +498,29 @@ func TestRegistrationMismatch(t *testing.T) {
 	}
 	if !strings.Contains(out, `[0] START athread: registered functions differ between processes: process 0 against process 2: "extra" is registered there but not here`) {
 		t.Fatalf("process 0 did not report the difference:\n%s", out)
+	}
+}
+
+// An AsyncPolicy's requests are sent without waiting for the answer: the
+// thief asks the policy again while one is outstanding, and the answers
+// still bring threads.
+func TestAsyncRequests(t *testing.T) {
+	out := pcorrun(t, 4, "async")
+	if got := line(out, "FIB"); got != "FIB 75025 <nil>" {
+		t.Fatalf("got %q:\n%s", got, out)
+	}
+	var stolen, came uint64
+	for _, l := range strings.Split(out, "\n") {
+		var p, run, steals, given, outst uint64
+		if _, err := fmt.Sscanf(l[min(len(l), strings.Index(l, "] ")+2):], "COUNTERS proc=%d run=%d remoteSteals=%d given=%d", &p, &run, &steals, &given); err == nil {
+			stolen += steals
+		}
+		if _, err := fmt.Sscanf(l[min(len(l), strings.Index(l, "] ")+2):], "ASYNC proc=%d outstanding=%d", &p, &outst); err == nil {
+			came += outst
+		}
+	}
+	if stolen < 3 || came == 0 {
+		t.Fatalf("%d threads stolen, the thief came back %d times with a request outstanding:\n%s", stolen, came, out)
 	}
 }
 

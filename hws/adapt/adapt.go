@@ -3,11 +3,12 @@
 // hws.Policy and the current groups, and counts the steals it decides
 // inside and between groups.
 //
-// athread asks for work one request at a time (its thief waits for each
-// answer), so the asynchronous wide-area request of crs and of hws masters
-// becomes one request to another group per round of requests inside the
-// group: a process whose group has k other members asks them k times,
-// then once outside, and so on.
+// Under crs the request to another group is asynchronous, as in Satin:
+// athread sends it without waiting (Policy implements athread.AsyncPolicy)
+// and meanwhile asks inside the group, one request at a time; at most one
+// is outstanding. An hws master's requests to other masters are
+// synchronous: it asks the other members of its group k times (k of them),
+// then another master once, and so on.
 //
 // Thread classes: under hws, threads created above the depth limit by a
 // master are athread.ClassGlobal (handed only to other masters, or, at the
@@ -55,7 +56,7 @@ type Policy struct {
 	localBytes, wideBytes       atomic.Uint64
 }
 
-var _ athread.Policy = (*Policy)(nil)
+var _ athread.AsyncPolicy = (*Policy)(nil)
 
 // New returns the policy of process self with the given groups. maxDepth
 // is the deepest thread offered under random and crs, and under hws the
@@ -137,6 +138,12 @@ func (a *Policy) Victim(q athread.StealQuery) (pcor.ProcID, bool) {
 	if !known { // groups not known yet
 		return 0, false
 	}
+	if a.pol.Kind == hws.CRS {
+		a.mu.Lock()
+		s, ok := a.pol.Next(g, hws.Thief{Proc: uint32(q.Self), WideOutstanding: q.Outstanding}, a.rng)
+		a.mu.Unlock()
+		return a.count(s, ok)
+	}
 	a.mu.Lock()
 	others := len(g.Members(gi)) - 1
 	wideDue := a.sinceWide >= max(others, 1)
@@ -154,6 +161,11 @@ func (a *Policy) Victim(q athread.StealQuery) (pcor.ProcID, bool) {
 		}
 	}
 	a.mu.Unlock()
+	return a.count(s, ok)
+}
+
+// count counts the request Victim chose.
+func (a *Policy) count(s hws.Steal, ok bool) (pcor.ProcID, bool) {
 	if !ok {
 		return 0, false
 	}
@@ -165,6 +177,12 @@ func (a *Policy) Victim(q athread.StealQuery) (pcor.ProcID, bool) {
 		a.localBytes.Add(requestBytes)
 	}
 	return pcor.ProcID(s.Victim), true
+}
+
+// Async implements athread.AsyncPolicy: under crs a request to another
+// group is asynchronous.
+func (a *Policy) Async(q athread.StealQuery, victim pcor.ProcID) bool {
+	return a.pol.Kind == hws.CRS && !a.groups.Load().Same(uint32(q.Self), uint32(victim))
 }
 
 // live restricts the groups to the live processes, keeping the result.

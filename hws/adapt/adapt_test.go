@@ -102,16 +102,26 @@ func TestRandomAndCRS(t *testing.T) {
 	if wide < 1700 || wide > 2300 { // 2 of the 3 others are in the other group
 		t.Fatalf("random asked the other group %d times of 3000", wide)
 	}
+	// crs: with no request outstanding, an asynchronous one to the other
+	// group; while it is outstanding, synchronous ones inside the group.
 	c := New(hws.Policy{Kind: hws.CRS}, 3, g, 0)
-	var seq []pcor.ProcID
-	for range 6 {
-		v, _ := c.Victim(athread.StealQuery{Self: 3, Procs: procs(4)})
-		seq = append(seq, v)
-	}
-	for i, v := range seq {
-		if (v < 2) != (i%2 == 1) || v == 3 {
-			t.Fatalf("crs requests %v", seq)
+	for range 100 {
+		q := athread.StealQuery{Self: 3, Procs: procs(4)}
+		v, ok := c.Victim(q)
+		if !ok || v > 1 || !c.Async(q, v) {
+			t.Fatalf("crs with nothing outstanding asked %d (%v), async %v", v, ok, c.Async(q, v))
 		}
+		q.Outstanding = true
+		v, ok = c.Victim(q)
+		if !ok || v != 2 || c.Async(q, v) {
+			t.Fatalf("crs with a request outstanding asked %d (%v), async %v", v, ok, c.Async(q, v))
+		}
+	}
+	if r.Async(athread.StealQuery{Self: 0}, 3) {
+		t.Fatal("a random request to another group is asynchronous")
+	}
+	if cc := c.Counters(); cc.WideAttempts != 100 || cc.LocalAttempts != 100 {
+		t.Fatalf("crs counted %+v", cc)
 	}
 }
 
