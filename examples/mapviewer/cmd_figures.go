@@ -30,6 +30,7 @@ func figuresMain(ctx context.Context, args []string) error {
 	dir := fs.String("dir", "", "tile set (default: the paper's procedural map in "+cacheDir()+")")
 	reps := fs.Int("reps", 3, "renders per region and loader in the table")
 	maxD := fs.Int("max-daemons", 4, "largest daemon count")
+	throttledReps := fs.Int("throttled-reps", 5, "renders per strategy with one daemon throttled")
 	pans := fs.Int("pans", 12, "cached pans and uncached zooms timed in the browser")
 	readme := fs.String("readme", "", "README to write the figures into, between "+figBegin+" and "+figEnd)
 	pcorrun := fs.String("pcorrun", "", "pcorrun binary (default: built with go build, else from $PATH)")
@@ -46,6 +47,13 @@ func figuresMain(ctx context.Context, args []string) error {
 	fmt.Fprintf(w, "$ go run ./examples/mapviewer figures   # %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	if err := paperTimes(ctx, w, set, win, max(1, *reps), *maxD, *pcorrun); err != nil {
 		return err
+	}
+	fmt.Fprintln(w)
+	if err := throttledTimes(ctx, w, set, win, max(1, *throttledReps), *pcorrun); err != nil {
+		if !errors.Is(err, errNoQuota) {
+			return err
+		}
+		fmt.Fprintf(w, "throttled daemon not measured: %v\n", err)
 	}
 	fmt.Fprintln(w)
 	if err := browserTimes(ctx, w, set, *maxD, max(1, *pans), *pcorrun); err != nil {

@@ -54,6 +54,7 @@ func viewMain(ctx context.Context, args []string) error {
 	out := fs.String("out", "view.png", "PNG to write")
 	daemons := fs.Int("daemons", 0, "load through this many daemon processes started by pcorrun (0: local threads; ignored under pcorrun)")
 	times := fs.Bool("paper-times", false, "time the seven paper regions with the local loader and 1..max-daemons daemons under pcorrun")
+	throttled := fs.Bool("throttled", false, "time the largest paper region through 4 daemons (2 replicas), the last limited to 25% of a CPU, with VRP-SS and with primary hashing in turn")
 	reps := fs.Int("reps", 3, "repetitions per measurement (--paper-times; the median is shown)")
 	maxD := fs.Int("max-daemons", 4, "largest daemon count for --paper-times")
 	pcorrun := fs.String("pcorrun", "", "pcorrun binary (default: built with go build, else from $PATH)")
@@ -61,7 +62,7 @@ func viewMain(ctx context.Context, args []string) error {
 		return err
 	}
 	kind := kindDemo
-	if *times {
+	if *times || *throttled {
 		kind = kindPaper
 	}
 	m, set, win, done, err := startViewer(ctx, "view", args, *dir, kind, *winS, *daemons, *pcorrun, false)
@@ -69,6 +70,12 @@ func viewMain(ctx context.Context, args []string) error {
 		return err
 	}
 	defer m.close()
+	if *throttled {
+		if m != nil {
+			return throttledRun(ctx, m, set, win, max(1, *reps))
+		}
+		return throttledTimes(ctx, os.Stdout, set, win, max(1, *reps), *pcorrun)
+	}
 	if *times {
 		if m != nil {
 			return clusterTimes(ctx, m, set, win, max(1, *reps))

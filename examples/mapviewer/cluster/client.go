@@ -37,6 +37,11 @@ type Loader struct {
 
 	threads chan *pcor.Thread // idle thread endpoints
 	nextID  atomic.Uint32
+	sched   *scheduler
+
+	// Strategy shares the tiles among the daemons holding them (default
+	// VRPSS). Set it before the loader is used.
+	Strategy Strategy
 
 	// Logf, if set, reports daemons going down and coming back, and
 	// RestartHint, if set, says how to start a daemon that went down
@@ -87,6 +92,7 @@ func NewLoader(node *pcor.Node, set tiles.Set, daemons []pcor.ProcID, timeout ti
 	for _, p := range daemons {
 		l.state[p] = &daemonState{}
 	}
+	l.sched = newScheduler(daemons, l.isDown)
 	return l, nil
 }
 
@@ -101,6 +107,7 @@ func (l *Loader) MarkDown(p pcor.ProcID, reason error) {
 	}
 	st.down, st.since = reason, time.Now()
 	l.mu.Unlock()
+	l.sched.kick()
 	l.node.RemovePeer(p, fmt.Errorf("%w: %v", pcor.ErrPeerDown, reason))
 	l.logf("daemon %d is down: %v; the tiles of node directories %v come from their replicas", p, reason, l.nodesOf(p))
 	if l.RestartHint != nil {
@@ -119,6 +126,7 @@ func (l *Loader) MarkUp(p pcor.ProcID) {
 	}
 	st.down, st.since = nil, time.Now()
 	l.mu.Unlock()
+	l.sched.kick()
 	l.logf("daemon %d is back: it serves node directories %v again", p, l.nodesOf(p))
 }
 
@@ -136,6 +144,10 @@ func (l *Loader) served(p pcor.ProcID) {
 	l.state[p].served++
 	l.mu.Unlock()
 }
+
+// Rates reports the tiles per second the scheduler measured of each
+// daemon (0: none yet; only VRPSS measures).
+func (l *Loader) Rates() map[pcor.ProcID]float64 { return l.sched.rates() }
 
 // Daemons reports every daemon, in process order.
 func (l *Loader) Daemons() []DaemonStatus {
@@ -186,31 +198,59 @@ func (l *Loader) release(th *pcor.Thread) {
 	}
 }
 
-// Load asks the daemons holding id, primary first, for its fragment.
+// Load asks the daemons holding id for its fragment: with VRPSS the one
+// the scheduler assigns first, with Primary the primary holder first; then
+// the other live holders in order when one fails.
 func (l *Loader) Load(ctx context.Context, id tiles.ID, scale int) (loader.Fragment, error) {
 	if !l.set.Contains(id) || !l.set.ValidScale(scale) {
 		return loader.Fragment{}, &tiles.TileError{Tile: id, Err: fmt.Errorf("%w: tile or scale 1:%d outside the set", tiles.ErrBadSet, scale)}
+	}
+	var holders []pcor.ProcID
+	for _, k := range l.set.Holders(id) {
+		if p := l.daemons[k]; !slices.Contains(holders, p) {
+			holders = append(holders, p)
+		}
+	}
+	assigned := noDaemon
+	if l.Strategy == VRPSS {
+		j := l.sched.submit(holders)
+		select {
+		case assigned = <-j.assign:
+		case <-ctx.Done():
+			if l.sched.withdraw(j) {
+				return loader.Fragment{}, fmt.Errorf("tile %s %s: %w", id.Name(), id, ctx.Err())
+			}
+			assigned = <-j.assign
+		}
+		if i := slices.Index(holders, assigned); i > 0 {
+			holders = append([]pcor.ProcID{assigned}, slices.Delete(slices.Clone(holders), i, i+1)...)
+		}
 	}
 	th := l.thread()
 	defer l.release(th)
 	var errs []error
 	var tileErr error
-	for _, k := range l.set.Holders(id) {
-		proc := l.daemons[k]
+	for _, proc := range holders {
 		if reason := l.isDown(proc); reason != nil {
 			errs = append(errs, fmt.Errorf("daemon %d: %v", proc, reason))
-			continue
+		} else {
+			img, err := l.fetch(ctx, th, proc, id, scale)
+			if err == nil {
+				l.served(proc)
+				if proc == assigned {
+					l.sched.delivered(proc)
+				}
+				return loader.Fragment{Img: img, Source: fmt.Sprintf("daemon %d", proc)}, nil
+			}
+			var te *tiles.TileError
+			if errors.As(err, &te) && tileErr == nil {
+				tileErr = err
+			}
+			errs = append(errs, err)
 		}
-		img, err := l.fetch(ctx, th, proc, id, scale)
-		if err == nil {
-			l.served(proc)
-			return loader.Fragment{Img: img, Source: fmt.Sprintf("daemon %d", proc)}, nil
+		if proc == assigned {
+			l.sched.delivered(proc)
 		}
-		var te *tiles.TileError
-		if errors.As(err, &te) && tileErr == nil {
-			tileErr = err
-		}
-		errs = append(errs, err)
 		if ctx.Err() != nil {
 			break
 		}
@@ -236,6 +276,7 @@ func (l *Loader) fetch(ctx context.Context, th *pcor.Thread, proc pcor.ProcID, i
 	for {
 		if err := rr.Wait(ctx); err != nil {
 			rr.Cancel()
+			l.cancelRemote(th, proc, rid)
 			if ctx.Err() != nil {
 				return nil, fmt.Errorf("daemon %d: no reply for %s within %v: %w", proc, id.Name(), l.timeout, err)
 			}
@@ -259,4 +300,20 @@ func (l *Loader) fetch(ctx context.Context, th *pcor.Thread, proc pcor.ProcID, i
 		}
 		return &image.RGBA{Pix: rep.Pix, Stride: rep.W * 4, Rect: image.Rect(0, 0, rep.W, rep.H)}, nil
 	}
+}
+
+// cancelTimeout bounds the send of a cancel.
+const cancelTimeout = 2 * time.Second
+
+// cancelRemote tells daemon proc that th no longer waits for request
+// rid, so that it drops the request if it has not decoded it yet. The
+// cancel goes from the thread that sent the request, so it arrives after
+// it. A daemon that does not hear it only works for nothing.
+func (l *Loader) cancelRemote(th *pcor.Thread, proc pcor.ProcID, rid uint32) {
+	if l.isDown(proc) != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
+	defer cancel()
+	th.Send(ctx, pcor.Addr{Proc: proc, Thread: CancelThread}, TagCancel, request{ID: rid}.encode())
 }

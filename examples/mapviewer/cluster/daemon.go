@@ -25,6 +25,9 @@ type Daemon struct {
 	Workers int   // decodes at once (default GOMAXPROCS)
 	// Logf, if set, reports requests that failed.
 	Logf func(format string, args ...any)
+
+	qOnce sync.Once
+	q     *queue
 }
 
 // reply is a reply under way: its send completes when the viewer has
@@ -35,37 +38,57 @@ type sentReply struct {
 	tile string
 }
 
-// Serve receives requests on thread RequestThread until ctx ends or the
-// node closes, loading and scaling tiles on Workers goroutines, each
-// replying from its own thread. A worker does not wait for its reply to
-// be acknowledged: it goes on to the next tile while one goroutine sees
-// the replies complete. It returns nil when ctx ended.
+func (d *Daemon) queue() *queue {
+	d.qOnce.Do(func() { d.q = newQueue() })
+	return d.q
+}
+
+// Stats counts the requests the daemon received, decoded and dropped
+// because the viewer cancelled them.
+func (d *Daemon) Stats() DaemonStats { return d.queue().snapshot() }
+
+// Serve receives requests on thread RequestThread and cancels on thread
+// CancelThread until ctx ends or the node closes. Requests wait in a
+// queue for Workers goroutines, which load and scale the tiles, each
+// replying from its own thread; a cancelled request leaves the queue
+// undecoded, and one cancelled while decoded is not answered. A worker
+// does not wait for its reply to be acknowledged: it goes on to the next
+// tile while one goroutine sees the replies complete. It returns nil when
+// ctx ended.
 func (d *Daemon) Serve(ctx context.Context) error {
-	workers := d.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+	n := d.Workers
+	if n <= 0 {
+		n = runtime.GOMAXPROCS(0)
 	}
-	rx := d.Node.Thread(RequestThread)
-	jobs := make(chan pcor.Message, 4*workers)
-	sent := make(chan sentReply, 8*workers)
+	q := d.queue()
+	rx, crx := d.Node.Thread(RequestThread), d.Node.Thread(CancelThread)
+	sent := make(chan sentReply, 8*n)
 	var wg, cwg sync.WaitGroup
-	cwg.Add(1)
+	cwg.Add(2)
 	go func() {
 		defer cwg.Done()
 		d.complete(ctx, sent)
 	}()
-	for range workers {
+	go func() {
+		defer cwg.Done()
+		d.cancels(ctx, crx, q)
+	}()
+	for range n {
 		th := d.Node.NewThread()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for m := range jobs {
-				d.handle(ctx, th, m, sent)
+			for {
+				j, ok := q.pop()
+				if !ok {
+					return
+				}
+				d.handle(ctx, th, j, q, sent)
 			}
 		}()
 	}
 	defer func() {
-		close(jobs)
+		q.close()
 		wg.Wait()
 		close(sent)
 		cwg.Wait()
@@ -78,23 +101,45 @@ func (d *Daemon) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("daemon: receive: %w", err)
 		}
-		select {
-		case jobs <- m:
-		case <-ctx.Done():
+		req, err := decodeRequest(m.Data)
+		if err != nil {
+			d.logf("daemon: from %v: %v", m.Src, err)
+			continue // no id to answer to
+		}
+		if !q.push(&job{key: jobKey{m.Src, req.ID}, req: req}) {
 			return nil
 		}
 	}
 }
 
-func (d *Daemon) handle(ctx context.Context, th *pcor.Thread, m pcor.Message, sent chan<- sentReply) {
-	req, err := decodeRequest(m.Data)
-	if err != nil {
-		d.logf("daemon: from %v: %v", m.Src, err)
-		return // no id to answer to
+// cancels receives the viewer's cancels until ctx ends.
+func (d *Daemon) cancels(ctx context.Context, th *pcor.Thread, q *queue) {
+	for {
+		m, err := th.Recv(ctx, pcor.Any, TagCancel)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, pcor.ErrClosed) {
+				d.logf("daemon: receive cancel: %v", err)
+				continue
+			}
+			return
+		}
+		req, err := decodeRequest(m.Data)
+		if err != nil {
+			d.logf("daemon: cancel from %v: %v", m.Src, err)
+			continue
+		}
+		q.cancel(jobKey{m.Src, req.ID})
 	}
+}
+
+func (d *Daemon) handle(ctx context.Context, th *pcor.Thread, j *job, q *queue, sent chan<- sentReply) {
+	req := j.req
 	rep := reply{ID: req.ID}
 	id := tiles.ID{Col: req.Col, Row: req.Row}
 	img, node, err := d.load(id, req.Scale)
+	if q.done(j) {
+		return // cancelled while decoded: nobody waits for it
+	}
 	if err != nil {
 		rep.Status, rep.Text = statusOf(err), err.Error()
 		rep.Node = node
@@ -102,7 +147,7 @@ func (d *Daemon) handle(ctx context.Context, th *pcor.Thread, m pcor.Message, se
 	} else {
 		rep.W, rep.H, rep.Node, rep.Pix = img.Rect.Dx(), img.Rect.Dy(), node, img.Pix
 	}
-	dst := pcor.Addr{Proc: m.Src.Proc, Thread: m.Src.Thread}
+	dst := j.key.src
 	r := th.Isend(dst, TagReply, rep.encode())
 	select {
 	case sent <- sentReply{r, dst, id.Name()}:

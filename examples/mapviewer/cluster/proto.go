@@ -17,14 +17,21 @@ import (
 	"github.com/pcor-go/pcor/pcor"
 )
 
-// Tags of the protocol.
+// Tags of the protocol. A cancel is a request message (only its id
+// counts) telling the daemon that the sender no longer waits for the
+// reply to that request.
 const (
 	TagRequest pcor.Tag = 0x4d56_0001
 	TagReply   pcor.Tag = 0x4d56_0002
+	TagCancel  pcor.Tag = 0x4d56_0003
 )
 
-// RequestThread is the daemon thread requests are sent to.
-const RequestThread pcor.ThreadID = 0
+// The daemon threads requests and cancels are sent to: cancels apart,
+// so that a daemon whose queue is full still hears them.
+const (
+	RequestThread pcor.ThreadID = 0
+	CancelThread  pcor.ThreadID = 1
+)
 
 const (
 	magic0, magic1 = 'M', 'V'
