@@ -53,7 +53,7 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	if dir == "" {
 		dir = directory.ServeAuto
 	}
-	m := &membership{user: cfg.OnEvent}
+	m := &membership{user: cfg.OnEvent, prices: cfg.Prices}
 	env := directory.Env{Coord: cfg.Coord, Rank: cfg.Rank, Size: cfg.Size, JobKey: cfg.JobKey, HasJobKey: true, Directory: dir}
 	m.client, m.server, err = directory.Bootstrap(ctx, env, directory.JoinRequest{Ports: ports, OnEvent: m.onEvent},
 		directory.ServerConfig{HeartbeatTimeout: cfg.HeartbeatTimeout})

@@ -38,6 +38,12 @@ type JoinConfig struct {
 	// Listen[i] is attached to. Zero fields, and ports without an entry,
 	// take the routing defaults of their fabric.
 	Costs []routing.LinkCost
+	// Prices, if set, prices the node's links from measurement (fits of
+	// probes and of real traffic, or figures pinned there): they take
+	// precedence over Costs and the fabric defaults in the routes, which
+	// Node.Reprice rebuilds when a link's fit has drifted. routing/probe
+	// fills it.
+	Prices *routing.Prices
 	// OnEvent, if set, is called with every membership change after the
 	// node's peers were updated, in order, from the directory session's
 	// reader goroutine: it must not block for long.

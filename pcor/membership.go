@@ -4,6 +4,7 @@ import (
 	"sync"
 
 	"github.com/pcor-go/pcor/directory"
+	"github.com/pcor-go/pcor/routing"
 )
 
 // membership is a joined node's directory session and the routes it
@@ -14,6 +15,7 @@ type membership struct {
 	client *directory.Client
 	server *directory.Server // when this process serves the directory
 	user   func(directory.Event)
+	prices *routing.Prices
 	once   sync.Once
 
 	mu      sync.Mutex
@@ -42,6 +44,7 @@ func (m *membership) attach(n *Node) {
 	m.mu.Lock()
 	n.mem = m
 	m.router = newRouter(n.eng, uint32(n.Proc()))
+	m.router.prices = m.prices
 	m.router.reset(m.client.Members())
 	held := m.pending
 	m.pending = nil

@@ -182,6 +182,17 @@ func (n *Node) Routes() *routing.Table {
 	return n.mem.router.table.Load()
 }
 
+// Reprice refits the link prices measured in JoinConfig.Prices and, when
+// one moved by more than their drift, rebuilds the routes with them (as a
+// membership change does). It returns the links repriced: none for a node
+// without measured prices.
+func (n *Node) Reprice() ([]routing.Link, error) {
+	if n.mem == nil || n.closed.Load() {
+		return nil, nil
+	}
+	return n.mem.router.reprice()
+}
+
 // Close stops the node: pending requests fail with ErrClosed and every
 // goroutine of the node ends; a node made by Join then leaves the
 // directory. It is idempotent.

@@ -2,6 +2,7 @@ package pcor
 
 import (
 	"errors"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -27,8 +28,10 @@ var (
 // membership, rebuilds the routing table on every change and applies it to
 // the dispatch engine.
 type router struct {
-	eng  routeSink
-	self uint32
+	eng    routeSink
+	self   uint32
+	prices *routing.Prices                   // measured link prices; nil: the members' figures
+	priced map[routing.Link]routing.LinkCost // the prices the table was built with
 
 	mu      sync.Mutex
 	members map[uint32]directory.Member
@@ -93,7 +96,12 @@ func (r *router) applyLocked() error {
 	for _, mb := range r.members {
 		ms = append(ms, mb)
 	}
-	t := routing.Build(r.self, ms)
+	model := routing.DefaultModel()
+	if r.prices != nil {
+		r.priced = r.prices.Links()
+		model.Links = r.priced
+	}
+	t := model.Build(r.self, ms)
 	// The table is published first, so that whoever sees a request fail
 	// finds the reason in it.
 	r.table.Store(t)
@@ -125,6 +133,22 @@ func (r *router) applyLocked() error {
 		r.eng.RemovePeer(engine.ProcID(dst), &UnreachableError{Proc: ProcID(dst), Reason: "no path", Err: ErrNoPath})
 	}
 	return errors.Join(errs...)
+}
+
+// reprice refits the measured prices and, when a link's price moved (or
+// a link was pinned or unpinned), rebuilds the routes with them. It
+// returns the links the fits repriced.
+func (r *router) reprice() ([]routing.Link, error) {
+	if r.prices == nil {
+		return nil, nil
+	}
+	changed := r.prices.Refit()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if maps.Equal(r.prices.Links(), r.priced) {
+		return changed, nil
+	}
+	return changed, r.applyLocked()
 }
 
 // routeSpecs turns the routes to one destination into the engine's form.
