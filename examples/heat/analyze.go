@@ -13,14 +13,19 @@ import (
 	"github.com/pcor-go/pcor/perfmodel"
 )
 
-// loadRuns reads every samples-*.json in dir and merges the runs with the
-// same process count.
-func loadRuns(dir string) ([]Samples, error) {
+// loadRuns reads every samples-*.json in dir and merges the samples of
+// the same process count and the same side of fitN: those of plates at
+// most fitN points wide are marked Fit (fitN 0: none is).
+func loadRuns(dir string, fitN int) ([]Samples, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "samples-*.json"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no samples-*.json in %s", dir)
 	}
-	byP := map[int]*Samples{}
+	type key struct {
+		p   int
+		fit bool
+	}
+	byKey := map[key]*Samples{}
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -30,85 +35,131 @@ func loadRuns(dir string) ([]Samples, error) {
 		if err := json.Unmarshal(b, &s); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
-		m := byP[s.P]
-		if m == nil {
-			m = &Samples{P: s.P, Iters: s.Iters, Regions: map[string][]perfmodel.Sample{}}
-			byP[s.P] = m
+		// The samples of each plate size, or of the whole run when
+		// they were saved together.
+		parts := map[int]map[string][]perfmodel.Sample{}
+		for n, regs := range s.Plates {
+			parts[n] = regs
 		}
-		if m.Iters != s.Iters {
-			return nil, fmt.Errorf("%s: %d iterations, others %d", f, s.Iters, m.Iters)
+		if len(parts) == 0 {
+			widest := 0.0
+			for _, t := range s.Regions["total"] {
+				widest = math.Max(widest, t.N)
+			}
+			parts[int(widest)] = s.Regions
 		}
-		for k, v := range s.Regions {
-			m.Regions[k] = append(m.Regions[k], v...)
+		for n, regs := range parts {
+			k := key{s.P, fitN > 0 && n <= fitN}
+			m := byKey[k]
+			if m == nil {
+				m = &Samples{P: s.P, Iters: s.Iters, Fit: k.fit, Regions: map[string][]perfmodel.Sample{}}
+				byKey[k] = m
+			}
+			if m.Iters != s.Iters {
+				return nil, fmt.Errorf("%s: %d iterations, others %d", f, s.Iters, m.Iters)
+			}
+			for k, v := range regs {
+				m.Regions[k] = append(m.Regions[k], v...)
+			}
 		}
 	}
 	var runs []Samples
-	for _, s := range byP {
+	for _, s := range byKey {
 		runs = append(runs, *s)
 	}
-	slices.SortFunc(runs, func(a, b Samples) int { return a.P - b.P })
+	slices.SortFunc(runs, func(a, b Samples) int {
+		if a.P != b.P {
+			return a.P - b.P
+		}
+		if a.Fit == b.Fit {
+			return 0
+		}
+		if a.Fit {
+			return -1
+		}
+		return 1
+	})
 	return runs, nil
 }
 
-var regionNames = []string{"block", "unpack", "halo", "sweep", "pack"}
+var regionNames = []string{"scatter", "unpack", "iter", "pack"}
+
+// regionForms are the shapes the regions are fitted in: the scatter in
+// the plate's points n² (its bytes) and the process count, the unpacking
+// and packing of a block linear in its points x, and one iteration (the
+// halo exchange and the sweep, the workers kept in step by the exchange)
+// in x and p: each iteration waits for the slowest of the p−1 workers,
+// whose delays (a CPU quota's throttling, the machine's other work) add
+// up with their number.
+var regionForms = map[string]perfmodel.Form{
+	"scatter": {{}, {N: 2}, {P: 1}},
+	"unpack":  perfmodel.Linear(),
+	"iter":    {{}, {N: 1}, {P: 1}},
+	"pack":    perfmodel.Linear(),
+}
 
 // program composes the region models into the solver's model:
 //
-//	T(N, p) = (p−1)·T_block(m) + T_unpack(x) + I·(T_halo(8N) + T_sweep(x)) + T_pack(x) + (p−1)·T_block(m)
+//	T(N, p) = 2·T_scatter(N, p) + T_unpack(x) + I·T_iter(x, p) + T_pack(x)
 //
-// with x = N·⌈N/(p−1)⌉ the points of the largest block and m its bytes:
-// the scatter of the p−1 blocks, the largest worker's unpacking, I
-// iterations (the halo exchange keeps the workers in step), its packing,
-// and the gather of the blocks.
+// with x = N·⌈N/(p−1)⌉ the points of the largest block: the scatter of
+// the blocks, the largest worker's unpacking, I iterations, its packing,
+// and the gather of the blocks, which moves the same bytes as the scatter.
 func program(set *perfmodel.Set, iters int) (*perfmodel.Program, error) {
-	blk, err := set.Get("block")
-	if err != nil {
-		return nil, err
-	}
-	halo, err := set.Get("halo")
-	if err != nil {
-		return nil, err
-	}
-	sweep, err := set.Get("sweep")
-	if err != nil {
-		return nil, err
-	}
-	unpack, err := set.Get("unpack")
-	if err != nil {
-		return nil, err
-	}
-	pack, err := set.Get("pack")
-	if err != nil {
-		return nil, err
+	m := map[string]*perfmodel.Model{}
+	for _, name := range regionNames {
+		r, err := set.Get(name)
+		if err != nil {
+			return nil, err
+		}
+		m[name] = r
 	}
 	points := func(n, p float64) (float64, float64) { return n * math.Ceil(n/(p-1)), p }
-	blockBytes := func(n, p float64) (float64, float64) { return 24 + 8*n*math.Ceil(n/(p-1)), p }
-	workers := func(n, p float64) float64 { return p - 1 }
 	return &perfmodel.Program{Parts: []perfmodel.Part{
-		{Name: "scatter", Model: blk, Arg: blockBytes, Count: workers},
-		{Name: "unpack", Model: unpack, Arg: points},
-		{Name: "halo", Model: halo, Arg: func(n, p float64) (float64, float64) { return 8 * n, p },
+		{Name: "scatter+gather", Model: m["scatter"], Count: func(float64, float64) float64 { return 2 }},
+		{Name: "unpack", Model: m["unpack"], Arg: points},
+		{Name: "iterations", Model: m["iter"], Arg: points,
 			Count: func(float64, float64) float64 { return float64(iters) }},
-		{Name: "sweep", Model: sweep, Arg: points,
-			Count: func(float64, float64) float64 { return float64(iters) }},
-		{Name: "pack", Model: pack, Arg: points},
-		{Name: "gather", Model: blk, Arg: blockBytes, Count: workers},
+		{Name: "pack", Model: m["pack"], Arg: points},
 	}}, nil
 }
 
+// sampleRule drops only samples far out (a process descheduled for
+// long): the workers run under CPU quotas, whose throttling makes a short
+// region's samples bimodal (a stall or none), and the stalls are part of
+// what the region costs on a throttled worker, not anomalies to drop. The
+// default 3·MAD rule took them for anomalies, and the fits in relative
+// residuals, which weigh the shortest samples most, followed the
+// unthrottled ones: every prediction came out low.
+var sampleRule = perfmodel.Rule{K: 10}
+
+// analyzeRuns fits the region models on the runs fitList names and
+// predicts the others: "3,4" fits the runs with those process counts,
+// "n<=512" the runs whose plates are all at most 512 points wide (of
+// every process count).
 func analyzeRuns(in, out, fitList string) error {
-	runs, err := loadRuns(in)
+	fitN := 0
+	fitP := map[int]bool{}
+	if v, ok := strings.CutPrefix(fitList, "n<="); ok {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return fmt.Errorf("bad -fit %q", fitList)
+		}
+		fitN = n
+	} else {
+		for _, f := range strings.Split(fitList, ",") {
+			p, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("bad -fit %q", fitList)
+			}
+			fitP[p] = true
+		}
+	}
+	runs, err := loadRuns(in, fitN)
 	if err != nil {
 		return err
 	}
-	fitP := map[int]bool{}
-	for _, f := range strings.Split(fitList, ",") {
-		p, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return fmt.Errorf("bad -fit %q", fitList)
-		}
-		fitP[p] = true
-	}
+	fitted := func(r Samples) bool { return r.Fit || fitP[r.P] }
 	iters := runs[0].Iters
 	// Region models from the fit runs only.
 	regionSamples := map[string][]perfmodel.Sample{}
@@ -116,22 +167,28 @@ func analyzeRuns(in, out, fitList string) error {
 		if r.Iters != iters {
 			return fmt.Errorf("runs with %d and %d iterations", iters, r.Iters)
 		}
-		if !fitP[r.P] {
+		if !fitted(r) {
 			continue
 		}
 		for _, name := range regionNames {
 			for _, s := range r.Regions[name] {
-				s.P = 0 // the region models are in their size alone
+				if len(regionForms[name]) == 2 {
+					s.P = 0 // a model in the size alone
+				}
 				regionSamples[name] = append(regionSamples[name], s)
 			}
 		}
 	}
 	set := &perfmodel.Set{Observations: map[string][]perfmodel.Observation{}}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Region models, fitted on the runs with p = %s (anomalies dropped by the 3·MAD rule):\n\n", fitList)
+	fitDesc := "p = " + fitList
+	if fitN > 0 {
+		fitDesc = fmt.Sprintf("plates N ≤ %d (every process count)", fitN)
+	}
+	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped):\n\n", fitDesc, sampleRule.K)
 	for _, name := range regionNames {
-		obs := perfmodel.Summarize(regionSamples[name], perfmodel.Rule{})
-		m, err := perfmodel.Fit(perfmodel.Linear(), obs, perfmodel.Relative)
+		obs := perfmodel.Summarize(regionSamples[name], sampleRule)
+		m, err := perfmodel.Fit(regionForms[name], obs, perfmodel.Absolute)
 		if err != nil {
 			return fmt.Errorf("region %s: %w", name, err)
 		}
@@ -148,20 +205,20 @@ func analyzeRuns(in, out, fitList string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "\nProgram model: T(N,p) = 2(p−1)·T_block(8x) + T_unpack(x) + %d·(T_halo(8N) + T_sweep(x)) + T_pack(x), x = N·⌈N/(p−1)⌉\n\n", iters)
+	fmt.Fprintf(&b, "\nProgram model: T(N,p) = 2·T_scatter(N,p) + T_unpack(x) + %d·T_iter(x,p) + T_pack(x), x = N·⌈N/(p−1)⌉\n\n", iters)
 
 	// The Table 1 analogue: every (N, p) run not used in the fit.
-	fmt.Fprintf(&b, "| N | p | estimated (s) | ± SE | measured (s) | error |\n|---|---|---|---|---|---|\n")
+	fmt.Fprintf(&b, "| N | p | estimated (s) | ± SE | measured (s) | ± SD (solves) | error |\n|---|---|---|---|---|---|---|\n")
 	worst, count := 0.0, 0
 	var fitRows strings.Builder
 	est := map[int]perfmodel.Series{}
 	meas := map[int]perfmodel.Series{}
 	for _, r := range runs {
-		for _, o := range perfmodel.Summarize(r.Regions["total"], perfmodel.Rule{}) {
+		for _, o := range perfmodel.Summarize(r.Regions["total"], sampleRule) {
 			e := pg.Predict(o.N, o.P)
 			errPct := 100 * (e.T - o.T) / o.T
-			line := fmt.Sprintf("| %.0f | %.0f | %.3f | %.3f | %.3f | %+.2f%% |\n", o.N, o.P, e.T, e.SE, o.T, errPct)
-			if fitP[r.P] {
+			line := fmt.Sprintf("| %.0f | %.0f | %.3f | %.3f | %.3f | %.3f (%d) | %+.2f%% |\n", o.N, o.P, e.T, e.SE, o.T, o.SD, o.Kept, errPct)
+			if fitted(r) {
 				fitRows.WriteString(line)
 				continue
 			}
@@ -176,7 +233,7 @@ func analyzeRuns(in, out, fitList string) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nWorst absolute error over the %d configurations not fitted: %.2f%%.\n", count, worst)
-	fmt.Fprintf(&b, "\nFor reference, the configurations the region models were fitted on:\n\n| N | p | estimated (s) | ± SE | measured (s) | error |\n|---|---|---|---|---|---|\n%s", fitRows.String())
+	fmt.Fprintf(&b, "\nFor reference, the configurations the region models were fitted on:\n\n| N | p | estimated (s) | ± SE | measured (s) | ± SD (solves) | error |\n|---|---|---|---|---|---|---|\n%s", fitRows.String())
 	fmt.Print(b.String())
 	if out == "" {
 		return nil

@@ -66,7 +66,9 @@ func TestJacobiBlock(t *testing.T) {
 func TestProgramComposition(t *testing.T) {
 	set := &perfmodel.Set{}
 	for _, name := range regionNames {
-		set.Put(name, &perfmodel.Model{Form: perfmodel.Linear(), Coef: []float64{1e-3, 1e-9}})
+		form := regionForms[name]
+		coef := []float64{1e-3, 1e-9, 1e-4}[:len(form)]
+		set.Put(name, &perfmodel.Model{Form: form, Coef: coef})
 	}
 	pg, err := program(set, 10)
 	if err != nil {
@@ -74,8 +76,8 @@ func TestProgramComposition(t *testing.T) {
 	}
 	n, p := 100.0, 3.0
 	x := n * 50
-	f := func(v float64) float64 { return 1e-3 + 1e-9*v }
-	want := 2*2*f(24+8*x) + f(x) + 10*(f(8*n)+f(x)) + f(x)
+	lin := func(v float64) float64 { return 1e-3 + 1e-9*v }
+	want := 2*(1e-3+1e-9*n*n+1e-4*p) + lin(x) + 10*(1e-3+1e-9*x+1e-4*p) + lin(x)
 	if got := pg.Predict(n, p).T; math.Abs(got-want) > 1e-12 {
 		t.Fatalf("program %v, want %v", got, want)
 	}

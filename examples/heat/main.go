@@ -7,16 +7,19 @@
 //
 //	pcorrun -n P --cpu-share 1=25,2=25,... heat -sizes 256,384 -reps 5 -samples DIR/samples-pP.json
 //
-// The master times its sends of the blocks (region "block", by message
-// size) and the whole solve ("total", by N and p); each worker times its
-// halo exchanges ("halo", by message size) and its sweeps ("sweep", by grid
-// points) and sends its samples to the master, which saves them all.
+// The master times the scatter of the blocks ("scatter", by N and p) and
+// the whole solve ("total"); each worker times the unpacking and packing
+// of its block ("unpack", "pack", by its points) and its iterations
+// ("iter": the halo exchange and the sweep, by its points and p, with
+// "halo" and "sweep" apart) and sends its samples to the master, which
+// saves them all, by plate size. The first solve of a run is not timed.
 //
-//	heat -analyze -fit 3,4 -in DIR -out DIR
+//	heat -analyze -fit 'n<=512' -in DIR -out DIR
 //
-// fits the region models on the runs with the listed process counts,
-// composes the program model and writes the Table 1 analogue (estimated,
-// measured, error) for every other run. run.sh does both steps.
+// fits the region models on the runs named by -fit (plates up to a size,
+// or process counts: -fit 3,4), composes the program model and writes the
+// Table 1 analogue (estimated, measured, error) for every other run.
+// run.sh does both steps.
 package main
 
 import (
@@ -50,7 +53,7 @@ func main() {
 	iters := flag.Int("iters", 100, "Jacobi iterations per solve")
 	samples := flag.String("samples", "", "file to save the region samples to (master)")
 	analyze := flag.Bool("analyze", false, "fit and predict from saved samples instead of running")
-	fit := flag.String("fit", "3,4", "with -analyze: process counts whose runs the models are fitted on")
+	fit := flag.String("fit", "n<=512", "with -analyze: the runs the models are fitted on: plates up to a size (n<=512) or process counts (3,4)")
 	in := flag.String("in", ".", "with -analyze: directory of samples-*.json")
 	out := flag.String("out", "", "with -analyze: directory for RESULTS.md, models.json and table1.svg")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
@@ -72,9 +75,13 @@ func main() {
 // Samples is what a run saves: every region's samples, the iteration
 // count, and the process count.
 type Samples struct {
-	P       int                           `json:"p"`
-	Iters   int                           `json:"iters"`
-	Regions map[string][]perfmodel.Sample `json:"regions"`
+	P     int  `json:"p"`
+	Fit   bool `json:"-"` // the analysis fits on these samples
+	Iters int  `json:"iters"`
+	// Regions holds the samples of every plate size; Plates the same
+	// samples by plate size N.
+	Regions map[string][]perfmodel.Sample         `json:"regions"`
+	Plates  map[int]map[string][]perfmodel.Sample `json:"plates,omitempty"`
 }
 
 func run(ctx context.Context, sizeList string, reps, iters int, samplesPath string) error {
@@ -99,22 +106,41 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 		return err
 	}
 	th := node.NewThread()
-	var rec perfmodel.Recorder
 	me := int(node.Proc())
+	// One solve not recorded: the first of a run costs two to three times
+	// the others (first messages between every pair of processes, the
+	// heap's first growth), which no model of a solve describes.
+	var warm perfmodel.Recorder
+	if me == 0 {
+		err = solveMaster(ctx, th, &warm, ns[0], p, iters)
+	} else {
+		err = solveWorker(ctx, th, &warm, me, ns[0], p, iters)
+	}
+	if err != nil {
+		return err
+	}
+	plates := map[int]*perfmodel.Recorder{}
 	for _, n := range ns {
+		if plates[n] == nil {
+			plates[n] = &perfmodel.Recorder{}
+		}
 		for range reps {
 			if me == 0 {
-				err = solveMaster(ctx, th, &rec, n, p, iters)
+				err = solveMaster(ctx, th, plates[n], n, p, iters)
 			} else {
-				err = solveWorker(ctx, th, &rec, me, n, p, iters)
+				err = solveWorker(ctx, th, plates[n], me, n, p, iters)
 			}
 			if err != nil {
 				return err
 			}
 		}
 	}
+	byPlate := map[int]map[string][]perfmodel.Sample{}
+	for n, r := range plates {
+		byPlate[n] = regions(r)
+	}
 	if me != 0 {
-		b, _ := json.Marshal(regions(&rec))
+		b, _ := json.Marshal(byPlate)
 		if err := th.Send(ctx, pcor.Addr{Proc: 0}, tagSamples, b); err != nil {
 			return err
 		}
@@ -126,22 +152,34 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 		}
 		return err
 	}
-	all := Samples{P: p, Iters: iters, Regions: regions(&rec)}
+	all := Samples{P: p, Iters: iters, Regions: map[string][]perfmodel.Sample{}, Plates: byPlate}
 	for w := 1; w < p; w++ {
 		m, err := th.Recv(ctx, pcor.Addr{Proc: pcor.ProcID(w)}, tagSamples)
 		if err != nil {
-			return err
+			return fmt.Errorf("samples of worker %d: %w", w, err)
 		}
-		var rs map[string][]perfmodel.Sample
+		var rs map[int]map[string][]perfmodel.Sample
 		if err := json.Unmarshal(m.Data, &rs); err != nil {
 			return fmt.Errorf("samples of worker %d: %w", w, err)
 		}
-		for k, v := range rs {
+		for n, regs := range rs {
+			if all.Plates[n] == nil {
+				all.Plates[n] = map[string][]perfmodel.Sample{}
+			}
+			for k, v := range regs {
+				all.Plates[n][k] = append(all.Plates[n][k], v...)
+			}
+		}
+	}
+	for _, regs := range all.Plates {
+		for k, v := range regs {
 			all.Regions[k] = append(all.Regions[k], v...)
 		}
 	}
 	for w := 1; w < p; w++ {
-		if err := th.Send(ctx, pcor.Addr{Proc: pcor.ProcID(w)}, tagBye, nil); err != nil {
+		// A worker leaves as soon as it has the bye, which can overtake
+		// the acknowledgement the send waits for: a worker down is done.
+		if err := th.Send(ctx, pcor.Addr{Proc: pcor.ProcID(w)}, tagBye, nil); err != nil && !errors.Is(err, pcor.ErrPeerDown) {
 			return err
 		}
 	}
@@ -184,7 +222,9 @@ func solveMaster(ctx context.Context, th *pcor.Thread, rec *perfmodel.Recorder, 
 		grid[j] = 100 // the heated edge
 	}
 	blockReg, total := rec.Region("block"), rec.Region("total")
+	scatter, gather := rec.Region("scatter"), rec.Region("gather")
 	t0 := total.Start()
+	ts := scatter.Start()
 	for w := 1; w < p; w++ {
 		lo, hi := block(n, p, w)
 		msg := encodeRows(n, lo, hi, grid[lo*n:hi*n])
@@ -194,6 +234,8 @@ func solveMaster(ctx context.Context, th *pcor.Thread, rec *perfmodel.Recorder, 
 		}
 		blockReg.Stop(s, float64(len(msg)), float64(p))
 	}
+	scatter.Stop(ts, float64(n), float64(p))
+	tg := gather.Start()
 	for w := 1; w < p; w++ {
 		m, err := th.Recv(ctx, pcor.Addr{Proc: pcor.ProcID(w)}, tagBlock)
 		if err != nil {
@@ -205,6 +247,7 @@ func solveMaster(ctx context.Context, th *pcor.Thread, rec *perfmodel.Recorder, 
 		}
 		copy(grid[lo*n:hi*n], rows)
 	}
+	gather.Stop(tg, float64(n), float64(p))
 	total.Stop(t0, float64(n), float64(p))
 	// The heat spreads down from the hot edge: the plate's mean stays
 	// between 0 and 100 and the row next to the edge warmed up.
@@ -279,6 +322,7 @@ func solveWorker(ctx context.Context, th *pcor.Thread, rec *perfmodel.Recorder, 
 	}
 	rec.Region("halo").Add(perfmodel.Sample{N: float64(8 * n), P: float64(p), T: haloSum.Seconds() / float64(iters)})
 	rec.Region("sweep").Add(perfmodel.Sample{N: float64(rowsN * n), P: float64(p), T: sweepSum.Seconds() / float64(iters)})
+	rec.Region("iter").Add(perfmodel.Sample{N: float64(rowsN * n), P: float64(p), T: (haloSum + sweepSum).Seconds() / float64(iters)})
 	pack := rec.Region("pack")
 	t0 = pack.Start()
 	msg := encodeRows(n, lo, hi, cur[n:(rowsN+1)*n])
