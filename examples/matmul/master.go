@@ -62,7 +62,10 @@ func (m *master) calibrate(ctx context.Context, n int, a, b []float64) ([]*perfm
 	if err := m.setup(ctx, n, b); err != nil {
 		return nil, err
 	}
-	c := max(1, n/64)
+	// Ranges long enough for a worker's CPU quota to show: the quota is
+	// accounted over 10 ms periods, and a range a throttled worker ends
+	// within one burst of its quota looks as fast as an unthrottled one.
+	c := max(1, n/32)
 	models, err := distribute.Calibrate(ctx, m.node, m.workers, []int{c, 2 * c, 4 * c}, 3, rowsInput(a, n))
 	if err != nil {
 		return nil, err
