@@ -98,15 +98,22 @@ func (w *routeWatch) stop() {
 
 func (w *routeWatch) print(force bool) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopped || w.srv == nil {
+	srv, stopped := w.srv, w.stopped
+	w.mu.Unlock()
+	if stopped || srv == nil {
 		return
 	}
-	ms := w.srv.Members()
+	// Not under w.mu: the directory calls changed with its own lock held,
+	// and Members takes that lock.
+	ms := srv.Members()
 	if !force && len(ms) < w.min {
 		return
 	}
-	w.out.writeLine(formatRoutes(ms))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.stopped {
+		w.out.writeLine(formatRoutes(ms))
+	}
 }
 
 // formatRoutes renders the routing table of every member, each under a
