@@ -32,7 +32,7 @@ func plotSteals(file string, rows []row) error {
 		if r.dag != dag {
 			continue
 		}
-		k := key{r.res.Groups, r.policy.String()}
+		k := key{r.res.Groups, r.policy.Kind.String()} // one line per policy, whatever its depth limit
 		if _, ok := series[k]; !ok {
 			keys = append(keys, k)
 		}
