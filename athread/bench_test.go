@@ -207,6 +207,7 @@ func BenchmarkFibCutoff(b *testing.B) {
 	b.Logf("fib(%d) cut-off %d: 1 VP %v (%s), %d VPs %v (%s): speedup %.2f; perfectly parallel work: %.2f; cores %d",
 		n, cutoff, median(times[0]).Round(time.Microsecond), spread(times[0]),
 		procs, median(times[1]).Round(time.Microsecond), spread(times[1]), speedup, ideal, procs)
+	b.Logf("load average: %s", loadAvg())
 	b.ReportMetric(speedup, "speedup")
 	b.ReportMetric(ideal, "parallel-work-speedup")
 	b.ReportMetric(speedup/ideal, "of-ideal")
@@ -239,6 +240,7 @@ func BenchmarkHandOut(b *testing.B) {
 	}
 	all, _ := strconv.Atoi(m[1])
 	first, _ := strconv.Atoi(m[2])
+	b.Logf("load average: %s", loadAvg())
 	b.ReportMetric(float64(all)/1e6, "all3-ms")
 	b.ReportMetric(float64(first)/1e6, "first-ms")
 }
