@@ -80,7 +80,9 @@
 // masters, global threads above a depth limit and group-local ones below)
 // fit the same interface: Classify by depth, Allow by the thief's group,
 // Victim within the group or among masters, Forward from a master to other
-// masters.
+// masters. An idle process waits for the answer to each request, except
+// those an AsyncPolicy marks asynchronous (at most one outstanding: Satin's
+// wide-area request), during which it goes on asking.
 //
 // # Remote threads and failures
 //
@@ -101,8 +103,10 @@
 // continuation and join edges) and WriteDOT writes it as Graphviz DOT; with
 // Config.Trace it records, per VP, when each thread's body ran, and
 // WriteTrace writes Chrome trace-event JSON (one track per process and VP)
-// that Perfetto opens. Counters gives threads run, steals tried and won
-// inside and between processes, and bytes moved.
+// that Perfetto opens. Utilisation gives each VP's busy share of an
+// interval from the trace, and JobUtilisation that of every VP of every
+// process (in process 0 after Run). Counters gives threads run, steals
+// tried and won inside and between processes, and bytes moved.
 //
 // # Jobs of several processes
 //
