@@ -26,6 +26,13 @@ type Config struct {
 	SendBuffers int // 64 KiB send buffers in the pool; default 128
 	SendDepth   int // outstanding sends per QP; default 64
 
+	// RegCacheBytes bounds the message buffers whose registration is kept
+	// after use (and which stay referenced meanwhile); default 256 MiB.
+	RegCacheBytes int64
+	// MaxRegions bounds the registrations of message buffers alive at
+	// once; default 4096 (and at most half the device's limit).
+	MaxRegions int
+
 	HandshakeTimeout time.Duration // connecting to a peer; default 5s
 	SendTimeout      time.Duration // waiting for send credit before a peer is declared dead; default 10s
 	RetryBackoff     time.Duration // after a failed connect, drop to that peer for this long; default 1s
@@ -70,6 +77,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SendDepth > c.SendBuffers {
 		c.SendDepth = c.SendBuffers
+	}
+	if c.RegCacheBytes <= 0 {
+		c.RegCacheBytes = 256 << 20
+	}
+	if c.MaxRegions <= 0 {
+		c.MaxRegions = 4096
 	}
 	if c.HandshakeTimeout <= 0 {
 		c.HandshakeTimeout = 5 * time.Second

@@ -17,12 +17,18 @@ type conn struct {
 	ep   string // the peer's endpoint
 	qp   *verbs.QP
 	psn  uint32
+	rma  *verbs.QP // one-sided reads (see rma.go)
+	rpsn uint32
 	tcp  net.Conn
 	dead atomic.Bool
 
 	outstanding int // posted sends not yet completed (Port.sendMu)
 	rung        bool
 	recvPosted  int // posted receives not yet completed (Port.rxMu)
+
+	rmaPosted int     // reads posted on rma, not yet completed (Port.rmaMu)
+	rmaQueue  []rmaWR // reads waiting for room on rma (Port.rmaMu)
+	rmaErr    error   // why a read failed (Port.rmaMu)
 
 	failOnce sync.Once
 	err      error
@@ -50,7 +56,18 @@ func (p *Port) newConnLocked() (*conn, error) {
 		qp.Close()
 		return nil, err
 	}
-	c := &conn{p: p, qp: qp, psn: verbs.RandomPSN()}
+	rma, err := p.pd.CreateQP(p.rmaCQ, p.rmaCQ, verbs.QPCaps{MaxSendWR: rmaDepth, MaxRecvWR: 1, MaxSendSGE: 1, MaxRecvSGE: 1})
+	if err != nil {
+		qp.Close()
+		return nil, err
+	}
+	rma.RdAtomic = rmaRdAtomic
+	if err := rma.ToInit(p.cfg.Port, verbs.AccessLocalWrite|verbs.AccessRemoteRead); err != nil {
+		qp.Close()
+		rma.Close()
+		return nil, err
+	}
+	c := &conn{p: p, qp: qp, psn: verbs.RandomPSN(), rma: rma, rpsn: verbs.RandomPSN()}
 	p.rxMu.Lock()
 	for i := 0; i < p.cfg.RecvPerPeer && p.postRecvLocked(c); i++ {
 	}
@@ -61,17 +78,25 @@ func (p *Port) newConnLocked() (*conn, error) {
 	return c, nil
 }
 
-// connect brings the QP to RTS towards rem.
-func (c *conn) connect(rem verbs.Remote) error {
+// connect brings both QPs to RTS towards the peer's.
+func (c *conn) connect(rem hello) error {
 	p := c.p
-	if err := c.qp.ToRTR(p.cfg.Port, uint8(p.gid.Index), p.mtu, rem); err != nil {
+	if err := c.qp.ToRTR(p.cfg.Port, uint8(p.gid.Index), p.mtu, rem.Remote); err != nil {
 		return err
 	}
-	return c.qp.ToRTS(c.psn, p.cfg.AckTimeout, p.cfg.RetryCount, p.cfg.RNRRetry)
+	if err := c.qp.ToRTS(c.psn, p.cfg.AckTimeout, p.cfg.RetryCount, p.cfg.RNRRetry); err != nil {
+		return err
+	}
+	if err := c.rma.ToRTR(p.cfg.Port, uint8(p.gid.Index), p.mtu, rem.RMA); err != nil {
+		return err
+	}
+	return c.rma.ToRTS(c.rpsn, p.cfg.AckTimeout, p.cfg.RetryCount, p.cfg.RNRRetry)
 }
 
 func (c *conn) local() hello {
-	return hello{Remote: verbs.Remote{GID: c.p.gid.GID, QPN: c.qp.QPN, PSN: c.psn}, Endpoint: c.p.local.String()}
+	g := c.p.gid.GID
+	return hello{Remote: verbs.Remote{GID: g, QPN: c.qp.QPN, PSN: c.psn},
+		RMA: verbs.Remote{GID: g, QPN: c.rma.QPN, PSN: c.rpsn}, Endpoint: c.p.local.String()}
 }
 
 // watch waits for the handshake connection to end (the peer closed or
@@ -108,6 +133,7 @@ func (c *conn) fail(err error) {
 		}
 		if !p.closed.Load() {
 			c.qp.ToError()
+			c.rma.ToError() // posted reads complete as flushed
 		}
 		tcp := c.tcp
 		p.mu.Unlock()
@@ -135,9 +161,11 @@ func (p *Port) retireDead() {
 	}
 	p.rxMu.Lock()
 	defer p.rxMu.Unlock()
+	p.rmaMu.Lock()
+	defer p.rmaMu.Unlock()
 	kept := p.all[:0]
 	for _, c := range p.all {
-		if c.dead.Load() && c.outstanding == 0 && c.recvPosted == 0 && c.tcpClosed() {
+		if c.dead.Load() && c.outstanding == 0 && c.recvPosted == 0 && c.rmaPosted == 0 && c.tcpClosed() {
 			for i, rc := range p.rxConns {
 				if rc == c {
 					p.rxConns = append(p.rxConns[:i], p.rxConns[i+1:]...)
@@ -148,6 +176,7 @@ func (p *Port) retireDead() {
 				delete(p.byQPN, c.qp.QPN)
 			}
 			c.qp.Close()
+			c.rma.Close()
 			p.deadConns.Add(-1)
 			p.stats.retired.Add(1)
 			continue

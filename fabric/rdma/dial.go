@@ -49,6 +49,7 @@ func (p *Port) connFor(ep string) *conn {
 			c.dead.Store(true)
 			if !p.closed.Load() {
 				c.qp.ToError()
+				c.rma.ToError()
 			}
 		}
 		c = nil
@@ -88,7 +89,7 @@ func (p *Port) dial(c *conn, ep string) error {
 		rem, err = readHello(tc)
 	}
 	if err == nil {
-		err = c.connect(rem.Remote)
+		err = c.connect(rem)
 	}
 	if err != nil {
 		tc.Close()
@@ -159,7 +160,7 @@ func (p *Port) serveHandshake(tc net.Conn) {
 		return
 	}
 	c.ep = rem.Endpoint
-	if err := c.connect(rem.Remote); err != nil {
+	if err := c.connect(rem); err != nil {
 		c.fail(err)
 		drop()
 		return

@@ -9,8 +9,9 @@ import (
 )
 
 func TestHelloRoundTrip(t *testing.T) {
-	h := hello{Remote: verbs.Remote{QPN: 0x11, PSN: 0xabcdef}, Endpoint: "10.0.2.15:4791"}
+	h := hello{Remote: verbs.Remote{QPN: 0x11, PSN: 0xabcdef}, RMA: verbs.Remote{QPN: 0x12, PSN: 0x123456}, Endpoint: "10.0.2.15:4791"}
 	h.GID[15] = 7
+	h.RMA.GID = h.GID
 	b, err := h.marshal()
 	if err != nil {
 		t.Fatal(err)

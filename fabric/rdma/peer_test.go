@@ -36,6 +36,9 @@ func runPeer(role string) int {
 		return 1
 	}
 	defer p.Close()
+	if role == "expose" || role == "reader" {
+		return runRMAPeer(p, role)
+	}
 	fmt.Printf("READY %s\n", p.LocalEndpoint())
 	go func() { io.Copy(io.Discard, os.Stdin); p.Close() }()
 	switch role {

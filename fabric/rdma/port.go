@@ -1,13 +1,16 @@
 package rdma
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/pcor-go/pcor/fabric"
 	"github.com/pcor-go/pcor/internal/verbs"
@@ -87,7 +90,13 @@ type Port struct {
 	recvMu sync.Mutex // the consumer: Receive/Poll
 
 	allocMu sync.RWMutex
-	allocs  []*verbs.MR
+	allocs  []*verbs.MR // by address: Alloc'd regions are disjoint
+
+	reg     *regCache // registrations of message buffers (Expose, ReadRemote)
+	rmaCQ   *verbs.CQ
+	rmaMu   sync.Mutex // rmaOps, rmaNext, conn.rmaPosted, conn.rmaQueue, conn.rmaErr, posting on rma QPs
+	rmaOps  map[uint64]*rmaOp
+	rmaNext uint64
 
 	deadConns atomic.Int64 // failed conns not yet retired
 
@@ -152,12 +161,25 @@ func Listen(cfg Config) (p *Port, err error) {
 	if p.sendCQ, err = p.ctx.CreateCQ(cfg.SendBuffers+16, true); err != nil {
 		return nil, err
 	}
+	if p.rmaCQ, err = p.ctx.CreateCQ(rmaDepth*4, true); err != nil {
+		return nil, err
+	}
+	p.rmaOps = map[uint64]*rmaOp{}
+	limit := cfg.MaxRegions
+	if attr, err := p.ctx.QueryDevice(); err == nil && attr.MaxMR > 0 {
+		// Leave room for the pools and Alloc'd regions.
+		if dev := int(attr.MaxMR) / 2; limit > dev {
+			limit = dev
+		}
+	}
+	p.reg = newRegCache(p.pd, verbs.AccessLocalWrite|verbs.AccessRemoteRead, cfg.RegCacheBytes, limit)
 	if p.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
 		return nil, fmt.Errorf("rdma: handshake listener: %w", err)
 	}
 	p.local = p.advertised()
-	p.wg.Add(1)
+	p.wg.Add(2)
 	go p.acceptLoop()
+	go p.reapRMA()
 	return p, nil
 }
 
@@ -253,21 +275,28 @@ func (p *Port) Alloc(n int) []byte {
 	if err != nil {
 		return make([]byte, n)
 	}
-	p.allocs = append(p.allocs, mr)
+	i, _ := slices.BinarySearchFunc(p.allocs, mr.Addr(), func(m *verbs.MR, a uint64) int { return cmp.Compare(m.Addr(), a) })
+	p.allocs = slices.Insert(p.allocs, i, mr)
 	return mr.Buf[:n:n]
 }
 
-// allocMR returns the Alloc'd region holding b, or nil.
+// allocMR returns the Alloc'd region holding b, or nil: a binary search
+// of the regions by address.
 func (p *Port) allocMR(b []byte) *verbs.MR {
 	if len(b) == 0 {
 		return nil
 	}
+	a := uint64(uintptr(unsafe.Pointer(&b[0])))
 	p.allocMu.RLock()
 	defer p.allocMu.RUnlock()
-	for _, mr := range p.allocs {
-		if mr.Contains(b) {
-			return mr
-		}
+	// The last region starting at or below a is the only one that can
+	// hold it.
+	i, found := slices.BinarySearchFunc(p.allocs, a, func(m *verbs.MR, a uint64) int { return cmp.Compare(m.Addr(), a) })
+	if !found {
+		i--
+	}
+	if i >= 0 && p.allocs[i].Contains(b) {
+		return p.allocs[i]
 	}
 	return nil
 }
@@ -287,6 +316,9 @@ func (p *Port) Close() error {
 		if p.sendCQ != nil {
 			p.sendCQ.Interrupt()
 		}
+		if p.rmaCQ != nil {
+			p.rmaCQ.Interrupt()
+		}
 		p.mu.Lock()
 		for c := range p.hsConns {
 			c.Close()
@@ -303,12 +335,25 @@ func (p *Port) Close() error {
 		p.allocMu.Lock()
 		p.mu.Lock()
 		p.rxMu.Lock()
+		p.rmaMu.Lock()
 		for _, c := range p.all {
 			c.dead.Store(true)
 			c.qp.Close()
+			if c.rma != nil {
+				c.rma.Close()
+			}
 		}
 		p.all, p.conns, p.byQPN = nil, map[string]*conn{}, map[uint32]*conn{}
-		for _, cq := range []*verbs.CQ{p.sendCQ, p.recvCQ} {
+		var pending []*rmaOp
+		for _, op := range p.rmaOps {
+			op.err = fabric.ErrClosed
+			pending = append(pending, op)
+		}
+		p.rmaOps = nil
+		if p.reg != nil {
+			p.reg.close()
+		}
+		for _, cq := range []*verbs.CQ{p.sendCQ, p.recvCQ, p.rmaCQ} {
 			if cq != nil {
 				cq.Close()
 			}
@@ -328,11 +373,13 @@ func (p *Port) Close() error {
 		if p.ctx != nil {
 			p.ctx.Close()
 		}
+		p.rmaMu.Unlock()
 		p.rxMu.Unlock()
 		p.mu.Unlock()
 		p.allocMu.Unlock()
 		p.sendMu.Unlock()
 		p.recvMu.Unlock()
+		finishRMA(pending)
 	})
 	return nil
 }

@@ -40,6 +40,11 @@ type QP struct {
 	ssn    uint32
 	Caps   QPCaps
 
+	// RdAtomic is the number of RDMA READs the QP keeps outstanding as
+	// initiator and accepts as responder; set it before ToRTR. Zero
+	// means 1.
+	RdAtomic uint8
+
 	once sync.Once
 	err  error
 }
@@ -108,7 +113,7 @@ func (qp *QP) ToRTR(port uint8, sgidIndex uint8, mtu uint8, rem Remote) error {
 		AttrMask: qpAttrState | qpAttrAV | qpAttrPathMTU | qpAttrDestQPN | qpAttrRQPSN |
 			qpAttrMaxDestRdAtomic | qpAttrMinRNRTimer,
 		QPState: qpsRTR, PathMTU: mtu, DestQPNum: rem.QPN, RQPSN: rem.PSN & 0xffffff,
-		MaxDestRdAtomic: 1, MinRNRTimer: 12, // 0.64 ms
+		MaxDestRdAtomic: qp.rdAtomic(), MinRNRTimer: 12, // 0.64 ms
 	}
 	m.Dest = qpDest{DGID: rem.GID, SGIDIndex: sgidIndex, HopLimit: 64, IsGlobal: 1, PortNum: port}
 	return qp.modify(&m, "MODIFY_QP(RTR)")
@@ -120,10 +125,12 @@ func (qp *QP) ToRTR(port uint8, sgidIndex uint8, mtu uint8, rem Remote) error {
 func (qp *QP) ToRTS(psn uint32, timeout, retryCnt, rnrRetry uint8) error {
 	m := modifyQP{
 		AttrMask: qpAttrState | qpAttrSQPSN | qpAttrTimeout | qpAttrRetryCnt | qpAttrRNRRetry | qpAttrMaxQPRdAtomic,
-		QPState:  qpsRTS, SQPSN: psn & 0xffffff, Timeout: timeout, RetryCnt: retryCnt, RNRRetry: rnrRetry, MaxRdAtomic: 1,
+		QPState:  qpsRTS, SQPSN: psn & 0xffffff, Timeout: timeout, RetryCnt: retryCnt, RNRRetry: rnrRetry, MaxRdAtomic: qp.rdAtomic(),
 	}
 	return qp.modify(&m, "MODIFY_QP(RTS)")
 }
+
+func (qp *QP) rdAtomic() uint8 { return max(qp.RdAtomic, 1) }
 
 // ToError moves the QP to the error state: outstanding work requests
 // complete with a flush error.

@@ -1,0 +1,29 @@
+package fabric
+
+import "errors"
+
+// RemoteReader is implemented by ports with the RemoteMemory capability.
+// It carries a large message by rendezvous: the sender exposes the
+// message's memory and tells the receiver where it lies (a descriptor, a
+// few bytes sent as an ordinary datagram); the receiver reads it straight
+// into the destination buffer, with no copy on either side.
+type RemoteReader interface {
+	// Expose makes b readable by the port's peers until release is
+	// called, and returns the descriptor a peer's ReadRemote takes (at
+	// most MaxRemoteDesc bytes). b must stay untouched until release.
+	Expose(b []byte) (desc []byte, release func(), err error)
+
+	// ReadRemote fills dst with the memory the port at from exposed as
+	// desc. It returns at once; done is called exactly once, from another
+	// goroutine, with nil when dst holds the bytes, or with the reason it
+	// cannot (the peer was lost, the port closed). desc must describe at
+	// least len(dst) bytes.
+	ReadRemote(from Endpoint, dst []byte, desc []byte, done func(error)) error
+}
+
+// MaxRemoteDesc bounds the descriptor of exposed memory.
+const MaxRemoteDesc = 32
+
+// ErrRegistrationLimit is returned (wrapped) when memory cannot be
+// registered because a device or configured limit is reached.
+var ErrRegistrationLimit = errors.New("fabric: memory registration limit reached")
