@@ -25,6 +25,9 @@ type Network struct {
 	MaxDatagram int
 	// Queue, if non-zero, overrides DefaultQueue for new ports.
 	Queue int
+	// RemoteMemory, if set before ports are created, gives them the
+	// fabric.RemoteMemory capability (see remote.go).
+	RemoteMemory bool
 }
 
 // NewNetwork returns an empty network.
@@ -43,6 +46,11 @@ type Port struct {
 	queue chan []byte
 	done  chan struct{}
 	once  sync.Once
+
+	remote  bool
+	xmu     sync.Mutex // exposed, xnext
+	exposed map[uint64][]byte
+	xnext   uint64
 }
 
 // ErrAddrInUse is returned by Listen for a name already taken.
@@ -65,7 +73,8 @@ func (n *Network) Listen(name string) (*Port, error) {
 	if q == 0 {
 		q = DefaultQueue
 	}
-	p := &Port{net: n, name: Endpoint(name), maxDg: maxDg, queue: make(chan []byte, q), done: make(chan struct{})}
+	p := &Port{net: n, name: Endpoint(name), maxDg: maxDg, queue: make(chan []byte, q), done: make(chan struct{}),
+		remote: n.RemoteMemory}
 	n.ports[name] = p
 	return p, nil
 }

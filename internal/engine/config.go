@@ -54,6 +54,10 @@ type Config struct {
 	// (fabric.Protected: UDP's own checksum) has its header summed
 	// alone, which spares a pass over the data on each side.
 	SumBodies bool
+	// Rendezvous is the smallest message sent by rendezvous (read by the
+	// receiver from the sender's memory, see rndv.go) on a port that
+	// reads remote memory (default 32 KiB; negative: never).
+	Rendezvous int64
 }
 
 const (
@@ -113,5 +117,8 @@ func (c *Config) fillLocked() {
 	}
 	if c.MaxRTO <= 0 {
 		c.MaxRTO = defaultMaxRTO
+	}
+	if c.Rendezvous == 0 {
+		c.Rendezvous = defaultRendezvous
 	}
 }

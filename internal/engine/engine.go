@@ -43,6 +43,8 @@ type Engine struct {
 	wg        sync.WaitGroup
 
 	down map[ProcID]error // processes removed, guarded by peersMu
+
+	rndv rndvTable // rendezvous sends waiting for their receiver (rndv.go)
 }
 
 // New creates an engine; ports are added with AddPort.

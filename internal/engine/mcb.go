@@ -55,6 +55,8 @@ type mcb struct {
 	// fragment arrived; the fragments are then placed straight into the
 	// receive's buffer.
 	owner *Request
+
+	rndv bool // a rendezvous announcement or done message (rndv.go)
 }
 
 // hasFrag reports whether fragment i has arrived.
@@ -172,6 +174,7 @@ func (m *mcb) releaseChunks() {
 func (m *mcb) clear() {
 	m.key = key{}
 	m.msgID = 0
+	m.rndv = false
 	m.total, m.fragSize, m.nfrag, m.got, m.gotBytes, m.reserved = 0, 0, 0, 0, 0, 0
 	for i := range m.bits {
 		if b := m.bits[i]; b != nil && len(m.bits) == 1 {

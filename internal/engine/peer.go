@@ -222,6 +222,7 @@ func (p *peer) fail(err error) {
 	p.tx.failed = err
 	reqs := p.drainTxLocked()
 	p.mu.Unlock()
+	p.e.rndvFailPeer(p, err)
 	for _, r := range reqs {
 		if r.complete(err) {
 			r.free() // a request appears once per fragment: free it once

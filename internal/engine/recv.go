@@ -98,6 +98,10 @@ func (e *Engine) disownLocked(m *mcb) {
 
 // fillFromMCB completes receive r with message m and frees m.
 func (e *Engine) fillFromMCB(r *Request, m *mcb) {
+	if m.rndv {
+		e.rndvReceive(r, m)
+		return
+	}
 	var err error
 	if m.owner == r {
 		r.data = r.buf[:m.total]
@@ -257,7 +261,7 @@ func (e *Engine) iprobe(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Ta
 	if m == nil {
 		return Status{}, false
 	}
-	return Status{m.key.srcProc, m.key.srcThread, m.key.tag, int(m.total)}, true
+	return Status{m.key.srcProc, m.key.srcThread, m.key.tag, m.msgLen()}, true
 }
 
 // probe waits until a message matching the pattern has arrived.

@@ -73,6 +73,9 @@ type Request struct {
 	nfrag    uint32
 	nextFrag uint32
 	acked    uint32
+
+	rndv   bool   // a rendezvous announcement or done message (rndv.go)
+	rndvID uint64 // a send waiting as rendezvous id
 }
 
 func newRequest(e *Engine, k reqKind) *Request {
@@ -96,6 +99,7 @@ func (r *Request) reset() {
 	r.peer, r.rt = nil, nil
 	r.msgID, r.started, r.rel, r.canceled, r.ackNow = 0, false, false, false, false
 	r.fragSize, r.nfrag, r.nextFrag, r.acked = 0, 0, 0, 0
+	r.rndv, r.rndvID = false, 0
 }
 
 // idle reports whether the request has completed and the engine holds no

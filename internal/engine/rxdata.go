@@ -136,6 +136,7 @@ func (d *dispatcher) startMessageLocked(p *peer, h *wire.Header) *mcb {
 	}
 	m.key = k
 	m.msgID = h.MsgID
+	m.rndv = h.Flags&wire.FlagRendezvous != 0
 	m.start(h.Total, h.FragSize, uint32(nfrag), &e.bufs)
 	p.rx.inprog[h.MsgID] = m
 	p.armWatchLocked(e.cfg.UnreachableTimeout)
@@ -155,6 +156,9 @@ func (d *dispatcher) deliverLocked() {
 	e := d.e
 	for _, m := range d.delivered {
 		d.c.msgsRecv.Add(1)
+		if m.rndv && e.rndvControlLocked(e.peer(m.key.srcProc), m) {
+			continue
+		}
 		if m.owner != nil {
 			m.owner.ownerPeer.Store(nil) // no longer cancellable
 			d.wake = append(d.wake, match{m.owner, m})

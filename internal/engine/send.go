@@ -39,6 +39,9 @@ func (e *Engine) isend(r *Request) {
 		r.complete(&UnreachableError{Proc: r.dstProc, Reason: "no route"})
 		return
 	}
+	if a := e.rndvAnnouncement(r, p); a != nil {
+		r = a // r waits for its receiver to read it
+	}
 	p.mu.Lock()
 	if err := p.tx.failed; err != nil {
 		p.mu.Unlock()
@@ -191,6 +194,7 @@ func (p *peer) build(b *batch, rt *route, en *txEntry) {
 	if en.retrans {
 		h.Flags |= wire.FlagRetransmit
 	}
+	h.Flags |= rndvFlag(r)
 	if b.piggy {
 		h.Flags |= wire.FlagAck
 		h.AckCum = b.ackCum
@@ -225,6 +229,10 @@ func (p *peer) build(b *batch, rt *route, en *txEntry) {
 // flight become aborts, and one abort is queued so that the destination
 // discards what it holds of the message.
 func (e *Engine) cancelSend(r *Request) {
+	if r.rndvID != 0 {
+		e.rndvCancel(r)
+		return
+	}
 	p := r.peer
 	if p == nil {
 		if e.removeLocal(r) {

@@ -134,6 +134,10 @@ const (
 	// would only cost time. A receiver accepts it only from such a
 	// fabric, and a gateway passing it on to another kind reseals it.
 	FlagBodyUnsummed = 1 << 5
+	// FlagRendezvous marks a message of the rendezvous protocol: the
+	// announcement of a message to be read from its sender's memory, or
+	// the receiver's word that it was.
+	FlagRendezvous = 1 << 4
 )
 
 // Header is the decoded fragment header.

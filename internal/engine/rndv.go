@@ -1,0 +1,335 @@
+package engine
+
+import (
+	"encoding/binary"
+	"sync"
+	"sync/atomic"
+
+	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/wire"
+)
+
+// Rendezvous: large messages over a port that reads remote memory.
+//
+//	sender                                    receiver
+//	Expose(data) -> desc
+//	announcement {id, length, desc, endpoint} ------>  (matched like any
+//	  (a small message, wire.FlagRendezvous)           message, in order)
+//	                                           ReadRemote(desc) into the
+//	            <====== RDMA READ ==========   receive's own buffer
+//	                                           receive completes
+//	release, Send completes  <------------------ done {id}
+//
+// A message of at least Config.Rendezvous bytes whose route is on a port
+// with fabric.RemoteMemory (fabric.RemoteReader) is not cut into
+// fragments: its memory is exposed and an announcement takes its place in
+// the send stream, so it is matched in the order the message was posted
+// and waits as an announcement, not as a copy, when no receive is posted
+// yet. The receive that takes it reads the message straight into its
+// buffer and tells the sender, whose Send then completes: no copy on
+// either side. Announcements and done messages travel as ordinary small
+// messages (reliably, on any fabric path), marked wire.FlagRendezvous.
+//
+// Failure: a read that fails (the sender died or closed) fails the
+// receive; a sender waiting for its done message fails when the peer
+// fails (p.fail: lost, removed, unreachable, Close). Cancelling a
+// rendezvous send takes effect only while its announcement has not left;
+// after that the receiver may be reading the memory, so the send runs to
+// its end. A receive whose read has begun cannot be cancelled either.
+
+// defaultRendezvous is the smallest message sent by rendezvous when the
+// route allows it.
+const defaultRendezvous = 32 << 10
+
+// Rendezvous message kinds (the first byte of the body).
+const (
+	rndvAnnounce = 1
+	rndvDone     = 2
+)
+
+// rndvTable holds the rendezvous sends waiting for their done message.
+type rndvTable struct {
+	mu    sync.Mutex
+	next  uint64
+	sends map[uint64]*rndvSend
+
+	announced, read, drops atomic.Uint64
+}
+
+// RendezvousStats counts messages moved by rendezvous: Announced by this
+// process as sender, Read into its receives, and announcements Dropped as
+// malformed or unreadable.
+type RendezvousStats struct {
+	Announced, Read, Dropped uint64
+}
+
+// RendezvousStats returns the rendezvous counters.
+func (e *Engine) RendezvousStats() RendezvousStats {
+	t := &e.rndv
+	return RendezvousStats{Announced: t.announced.Load(), Read: t.read.Load(), Dropped: t.drops.Load()}
+}
+
+type rndvSend struct {
+	r       *Request
+	ann     *Request // the announcement
+	peer    *peer
+	release func()
+}
+
+// rndvAnnouncement returns the announcement to queue in place of r when r
+// goes by rendezvous, or nil when it goes as fragments.
+func (e *Engine) rndvAnnouncement(r *Request, p *peer) *Request {
+	if e.cfg.Rendezvous < 0 || int64(len(r.data)) < e.cfg.Rendezvous || r.rndv {
+		return nil
+	}
+	rs := p.routes.Load()
+	if rs == nil {
+		return nil
+	}
+	rt := rs.pick(int64(len(r.data)))
+	rr, ok := rt.disp.fab.(fabric.RemoteReader)
+	if !ok || !fabric.CapsOf(rt.disp.fab).Has(fabric.RemoteMemory) {
+		return nil
+	}
+	local := rt.disp.fab.LocalEndpoint().String()
+	kind := rt.disp.fab.Kind()
+	if len(local) > 255 || len(kind) > 255 {
+		return nil
+	}
+	desc, release, err := rr.Expose(r.data)
+	if err != nil || len(desc) > 255 {
+		if err == nil {
+			release()
+		}
+		return nil // sent as fragments instead
+	}
+	t := &e.rndv
+	// The table entry is made under p.mu, so that a peer failing now
+	// either fails the announcement in isend or finds the entry.
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tx.failed != nil {
+		release()
+		return nil // failed by isend
+	}
+	t.mu.Lock()
+	if t.sends == nil {
+		t.sends = map[uint64]*rndvSend{}
+	}
+	t.next++
+	id := t.next
+	body := make([]byte, 0, 1+8+8+3+len(desc)+len(local)+len(kind))
+	body = append(body, rndvAnnounce)
+	body = binary.LittleEndian.AppendUint64(body, id)
+	body = binary.LittleEndian.AppendUint64(body, uint64(len(r.data)))
+	body = append(body, byte(len(desc)))
+	body = append(body, desc...)
+	body = append(body, byte(len(kind)))
+	body = append(body, kind...)
+	body = append(body, byte(len(local)))
+	body = append(body, local...)
+	a := newRequest(e, sendReq)
+	a.setSend(r.srcThread, r.dstProc, r.dstThread, r.tag, body)
+	a.rndv = true
+	r.rndvID = id
+	r.peer = p
+	t.sends[id] = &rndvSend{r: r, ann: a, peer: p, release: release}
+	t.mu.Unlock()
+	t.announced.Add(1)
+	return a
+}
+
+// take removes and returns the send to p waiting under id.
+func (t *rndvTable) take(id uint64, p *peer) *rndvSend {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.sends[id]
+	if s == nil || s.peer != p {
+		return nil
+	}
+	delete(t.sends, id)
+	return s
+}
+
+// rndvCancel withdraws a rendezvous send whose announcement has not left.
+func (e *Engine) rndvCancel(r *Request) {
+	t := &e.rndv
+	t.mu.Lock()
+	s := t.sends[r.rndvID]
+	t.mu.Unlock()
+	if s == nil {
+		return
+	}
+	p := s.peer
+	p.mu.Lock()
+	withdrawn := !s.ann.started && p.tx.queue.remove(s.ann)
+	p.mu.Unlock()
+	if !withdrawn || t.take(r.rndvID, p) == nil {
+		return
+	}
+	s.ann.complete(ErrCanceled)
+	s.release()
+	r.complete(ErrCanceled)
+}
+
+// rndvFailPeer fails the rendezvous sends to p (which failed with err).
+func (e *Engine) rndvFailPeer(p *peer, err error) {
+	t := &e.rndv
+	var failed []*rndvSend
+	t.mu.Lock()
+	for id, s := range t.sends {
+		if s.peer == p {
+			delete(t.sends, id)
+			failed = append(failed, s)
+		}
+	}
+	t.mu.Unlock()
+	for _, s := range failed {
+		s.release()
+		s.r.complete(err)
+	}
+}
+
+// rndvControlLocked consumes a done message delivered from p, completing
+// the send it names, and reports whether m was one (it is then freed).
+// Announcements are left to be matched. p.rxmu is held.
+func (e *Engine) rndvControlLocked(p *peer, m *mcb) bool {
+	if len(m.data) == 0 || m.data[0] != rndvDone {
+		return false
+	}
+	if len(m.data) == 1+8 {
+		if s := e.rndv.take(binary.LittleEndian.Uint64(m.data[1:]), p); s != nil {
+			s.release()
+			s.r.complete(nil)
+		}
+	}
+	e.freeMCB(m)
+	return true
+}
+
+// announcement is a decoded announcement.
+type announcement struct {
+	id, length uint64
+	desc       []byte
+	kind, ep   string
+}
+
+func parseAnnouncement(b []byte) (a announcement, ok bool) {
+	if len(b) < 1+8+8+1 || b[0] != rndvAnnounce {
+		return a, false
+	}
+	a.id = binary.LittleEndian.Uint64(b[1:])
+	a.length = binary.LittleEndian.Uint64(b[9:])
+	b = b[17:]
+	field := func() ([]byte, bool) {
+		if len(b) < 1 || len(b) < 1+int(b[0]) {
+			return nil, false
+		}
+		f := b[1 : 1+int(b[0])]
+		b = b[1+int(b[0]):]
+		return f, true
+	}
+	desc, ok1 := field()
+	kind, ok2 := field()
+	ep, ok3 := field()
+	if !ok1 || !ok2 || !ok3 || len(b) != 0 {
+		return a, false
+	}
+	a.desc, a.kind, a.ep = desc, string(kind), string(ep)
+	return a, true
+}
+
+// msgLen is the length of the message m stands for: an announcement's
+// message, or m's own.
+func (m *mcb) msgLen() int {
+	if m.rndv {
+		if a, ok := parseAnnouncement(m.data); ok {
+			return int(a.length)
+		}
+	}
+	return int(m.total)
+}
+
+// rndvReceive completes receive r with the message announced by m: it
+// reads the message into r's buffer (or one of its own) from the sender's
+// exposed memory, then tells the sender. m is freed.
+func (e *Engine) rndvReceive(r *Request, m *mcb) {
+	k := m.key
+	a, ok := parseAnnouncement(m.data)
+	e.freeMCB(m)
+	r.setFrom(k)
+	fail := func(reason string) {
+		r.complete(&UnreachableError{Proc: k.srcProc, Reason: reason})
+	}
+	if !ok || a.length > uint64(e.cfg.MaxMessage) {
+		e.rndv.drops.Add(1)
+		fail("malformed rendezvous announcement")
+		return
+	}
+	d, from := e.rndvPort(a)
+	if d == nil {
+		e.rndv.drops.Add(1)
+		fail("rendezvous on a " + a.kind + " port this process does not have")
+		return
+	}
+	var dst []byte
+	var trunc error
+	if r.buf != nil {
+		dst = r.buf[:min(uint64(len(r.buf)), a.length)]
+		if a.length > uint64(len(r.buf)) {
+			trunc = ErrTruncated
+		}
+	} else {
+		dst = make([]byte, a.length)
+	}
+	done := func(err error) {
+		if err != nil {
+			fail("rendezvous read: " + err.Error())
+		} else {
+			r.data = dst
+			e.rndv.read.Add(1)
+			r.complete(trunc)
+		}
+		e.rndvSendDone(k, a.id)
+	}
+	if err := d.fab.(fabric.RemoteReader).ReadRemote(from, dst, a.desc, done); err != nil {
+		done(err)
+	}
+}
+
+// rndvPort finds the local port that reads the announced memory.
+func (e *Engine) rndvPort(a announcement) (*dispatcher, fabric.Endpoint) {
+	ps := e.portList.Load()
+	if ps == nil {
+		return nil, nil
+	}
+	for _, d := range *ps {
+		if _, ok := d.fab.(fabric.RemoteReader); !ok || d.fab.Kind() != a.kind {
+			continue
+		}
+		if ep, err := d.fab.ParseEndpoint(a.ep); err == nil {
+			return d, ep
+		}
+	}
+	return nil, nil
+}
+
+// rndvSendDone tells the sender of the message of key k that its
+// rendezvous id is over (read, or given up).
+func (e *Engine) rndvSendDone(k key, id uint64) {
+	body := make([]byte, 1+8)
+	body[0] = rndvDone
+	binary.LittleEndian.PutUint64(body[1:], id)
+	f := newRequest(e, sendReq)
+	f.setSend(k.dstThread, k.srcProc, k.srcThread, k.tag, body)
+	f.rndv = true
+	e.isend(f)
+}
+
+// rndvFlag is the header flag of a rendezvous control message.
+func rndvFlag(r *Request) uint8 {
+	if r.rndv {
+		return wire.FlagRendezvous
+	}
+	return 0
+}
