@@ -9,3 +9,6 @@ func (n *Node) BudgetUsed() int64 { return n.eng.BudgetUsed() }
 // The modes are the engine's, by number.
 var _ = [1]struct{}{}[int(Blocking)-int(engine.Blocking)]
 var _ = [1]struct{}{}[int(Polling)-int(engine.Polling)]
+
+// RendezvousStats counts the node's messages moved by rendezvous.
+func (n *Node) RendezvousStats() engine.RendezvousStats { return n.eng.RendezvousStats() }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"syscall"
 	"testing"
 	"time"
 
@@ -71,10 +73,86 @@ func TestOverRDMA(t *testing.T) {
 		el := time.Since(start)
 		t.Logf("%9d B round trip %v (%.1f MB/s each way)", size, el, 2*float64(size)/el.Seconds()/1e6)
 	}
+	// Every message of 32 KiB or more went by rendezvous, each way.
+	big := 0
+	for _, size := range sizes {
+		if size >= 32<<10 {
+			big++
+		}
+	}
+	if st := n.RendezvousStats(); st.Announced != uint64(big) || st.Read != uint64(big) || st.Dropped != 0 {
+		t.Fatalf("rendezvous %+v, want %d announced and %d read", st, big, big)
+	}
 	if err := th.Send(ctx, dst, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("peer: %v", err)
+	}
+}
+
+// rdmaNode is process 0 of the RDMA tests with an echo peer started.
+func rdmaNode(t *testing.T) (*pcor.Node, *exec.Cmd) {
+	t.Helper()
+	if err := rdma.Probe(rdma.Config{}); err != nil {
+		t.Skipf("no supported RDMA device (%v): run under the soft-RoCE VM, see fabric/rdma/README.md", err)
+	}
+	n, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, Listen: []pcor.Listen{{Fabric: "rdma"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	cmd, addr := startPeer(t, "rdma-echo", n)
+	if err := n.AddPeer(pcor.Peer{Proc: 1, Fabric: "rdma", Addr: addr}); err != nil {
+		t.Fatal(err)
+	}
+	return n, cmd
+}
+
+// TestRDMASenderKilledMidRead kills the sender of a 64 MiB message while
+// this process reads it by rendezvous: the receive fails within seconds
+// and the node closes.
+func TestRDMASenderKilledMidRead(t *testing.T) {
+	n, cmd := rdmaNode(t)
+	th := n.Thread(0)
+	dst := pcor.Addr{Proc: 1, Thread: 0}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	data := randomBytes(64<<20, 1)
+	if err := th.Send(ctx, dst, 5, data); err != nil {
+		t.Fatal(err)
+	}
+	// The echo is announced; take it and kill the peer while it is read.
+	if _, err := th.Probe(ctx, dst, 5); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := th.Recv(ctx, dst, 5)
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGKILL)
+	killed := time.Now()
+	select {
+	case err := <-got:
+		if err == nil {
+			t.Skip("the read completed before the kill")
+		}
+		if !errors.Is(err, pcor.ErrUnreachable) {
+			t.Fatalf("receive: %v, want ErrUnreachable", err)
+		}
+		t.Logf("receive failed %v after the kill: %v", time.Since(killed), err)
+	case <-time.After(5 * time.Second):
+		// (The guest's kernel tears the dead process down before its
+		// sockets close: over a second on a loaded host.)
+		t.Fatal("receive not failed within 5s of the kill")
+	}
+	closed := make(chan struct{})
+	go func() { n.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs")
 	}
 }

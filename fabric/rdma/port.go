@@ -41,6 +41,7 @@ type Stats struct {
 	Sent, Received   uint64 // datagrams
 	Dropped          uint64 // datagrams dropped: no connection, dead peer, failed completion
 	ZeroCopy         uint64 // datagrams sent with the body read in place
+	Yields           uint64 // empty Polls that gave the CPU up (sched_yield)
 	Connects         uint64 // queue pairs brought to RTS (both directions)
 	PeerFailures     uint64 // peers lost (queue pairs failed)
 	Retired          uint64 // failed queue pairs destroyed
@@ -48,7 +49,7 @@ type Stats struct {
 }
 
 type stats struct {
-	sent, received, dropped, zeroCopy, connects, peerFailures, retired, handshakeFailures atomic.Uint64
+	sent, received, dropped, zeroCopy, yields, connects, peerFailures, retired, handshakeFailures atomic.Uint64
 }
 
 // Port is a fabric.Port over RC queue pairs, one per peer.
@@ -87,7 +88,8 @@ type Port struct {
 	sendOwner []*conn
 	sendWC    []verbs.WC
 
-	recvMu sync.Mutex // the consumer: Receive/Poll
+	recvMu    sync.Mutex // the consumer: Receive/Poll, idleSince
+	idleSince time.Time  // first of the current run of empty Polls
 
 	allocMu sync.RWMutex
 	allocs  []*verbs.MR // by address: Alloc'd regions are disjoint
@@ -221,7 +223,7 @@ func (p *Port) advertised() Endpoint {
 func (p *Port) Stats() Stats {
 	s := &p.stats
 	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(),
-		ZeroCopy: s.zeroCopy.Load(), Connects: s.connects.Load(), PeerFailures: s.peerFailures.Load(), Retired: s.retired.Load(),
+		ZeroCopy: s.zeroCopy.Load(), Yields: s.yields.Load(), Connects: s.connects.Load(), PeerFailures: s.peerFailures.Load(), Retired: s.retired.Load(),
 		HandshakeFailure: s.handshakeFailures.Load()}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pcor-go/pcor/fabric"
 	"github.com/pcor-go/pcor/internal/verbs"
+	"golang.org/x/sys/unix"
 )
 
 // The receive side keeps every QP's receive ring topped up independently
@@ -47,9 +48,21 @@ func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
 	if len(msgs) == 0 {
 		return 0, nil
 	}
+	if !block {
+		n := p.deliver(msgs)
+		p.pollIdle(n == 0)
+		return n, nil
+	}
 	for {
-		if n := p.deliver(msgs); n > 0 || !block {
-			return n, nil
+		// A short poll first: the completion channel costs an interrupt
+		// and a wake-up, worth it only when nothing comes soon.
+		for spin := time.Now(); ; {
+			if n := p.deliver(msgs); n > 0 {
+				return n, nil
+			}
+			if time.Since(spin) > blockSpin {
+				break
+			}
 		}
 		if err := p.recvCQ.Arm(); err != nil {
 			if p.closed.Load() {
@@ -67,6 +80,36 @@ func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+	}
+}
+
+// Polling. The completions a poller waits for are made by the kernel's
+// soft-RoCE work (softirq, kernel threads) on the same few CPUs: a poller
+// that only ever yields to other goroutines starves it, and its own
+// latency grows to the scheduler's tick. After pollSpin without a
+// datagram, every empty Poll gives the CPU up (sched_yield), so that
+// runnable kernel work goes first; blocking Receive polls for blockSpin
+// before it arms the completion channel.
+const (
+	pollSpin  = 50 * time.Microsecond
+	blockSpin = 10 * time.Microsecond
+)
+
+// pollIdle notes a Poll that found nothing (or something). Runs under
+// recvMu.
+func (p *Port) pollIdle(empty bool) {
+	if !empty {
+		p.idleSince = time.Time{}
+		return
+	}
+	now := time.Now()
+	if p.idleSince.IsZero() {
+		p.idleSince = now
+		return
+	}
+	if now.Sub(p.idleSince) > pollSpin {
+		p.stats.yields.Add(1)
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 }
 

@@ -129,9 +129,15 @@ func TestReadRemote(t *testing.T) {
 	t.Logf("caches: exposer %+v, reader %+v", a.RegStats(), b.RegStats())
 }
 
+// killBound is how soon a killed peer must show. The kernel of the
+// emulated guest tears the dead process's verbs objects down first (its
+// pinned memory page by page) and only then closes its sockets, which
+// under a loaded host took more than a second 3 times in 40 runs; the
+// tests log the delay they saw.
+const killBound = 5 * time.Second
+
 // TestReadRemoteExposerKilled kills the process whose memory is being read:
-// the read in progress must fail within a second, and later reads fail at
-// once.
+// the read in progress fails within seconds, and later reads fail at once.
 func TestReadRemoteExposerKilled(t *testing.T) {
 	p := listenOrSkip(t, Config{})
 	const size = 32 << 20
@@ -174,13 +180,13 @@ func TestReadRemoteExposerKilled(t *testing.T) {
 			t.Fatalf("read failed with %v, want ErrPeerLost", err)
 		}
 		t.Logf("read failed %v after the kill: %v", time.Since(killed), err)
-	case <-time.After(time.Second):
-		t.Fatal("read in progress not failed within 1s of the kill")
+	case <-time.After(killBound):
+		t.Fatalf("read in progress not failed within %v of the kill", killBound)
 	}
 	select {
 	case <-lost:
-	case <-time.After(time.Second):
-		t.Fatal("peer not reported lost within 1s")
+	case <-time.After(killBound):
+		t.Fatalf("peer not reported lost within %v", killBound)
 	}
 	start := time.Now()
 	if err := <-read(); !errors.Is(err, ErrPeerLost) {
@@ -215,8 +221,8 @@ func TestReadRemoteReaderKilled(t *testing.T) {
 			t.Fatalf("lost %v, want %v", e, peer.ep)
 		}
 		t.Logf("reader reported lost %v after the kill", time.Since(killed))
-	case <-time.After(time.Second):
-		t.Fatal("reader not reported lost within 1s")
+	case <-time.After(killBound):
+		t.Fatalf("reader not reported lost within %v", killBound)
 	}
 	closed := make(chan struct{})
 	go func() { p.Close(); close(closed) }()
