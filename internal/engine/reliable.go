@@ -166,7 +166,7 @@ func (p *peer) transmitMessage(b *batch, r *Request) error {
 	rt := r.rt
 	h := wire.Header{
 		Kind:      wire.Data,
-		Flags:     wire.FlagReliable,
+		Flags:     wire.FlagReliable | rndvFlag(r),
 		JobKey:    e.cfg.JobKey,
 		Hops:      wire.DefaultHops,
 		SrcInc:    e.inc,

@@ -101,7 +101,6 @@ func TestRendezvousSizes(t *testing.T) {
 	}
 }
 
-
 // A rendezvous send completes only once its receiver has read it.
 func TestRendezvousSendWaitsForReceiver(t *testing.T) {
 	e0, e1, _, _ := remotePair(t, Config{})
