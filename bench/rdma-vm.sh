@@ -12,7 +12,8 @@
 #   -u       skip the UDP runs of the same bench commands
 #
 # In the guest, in order: perftest-loopback.sh (ib_send_lat 2 B, ib_write_bw
-# 64 KiB), `bench roundtrip --fabric rdma` (pcor beside a raw SEND/RECV
+# 64 KiB), ib_read_bw 64 KiB (the baseline of messages moved by rendezvous
+# RDMA READ), `bench roundtrip --fabric rdma` (pcor beside a raw SEND/RECV
 # ping-pong between the same two processes), `bench throughput --fabric rdma`
 # (pcor beside a raw RDMA WRITE stream), then the same two commands over UDP.
 # TCG timings are emulation timings: only ratios within the one run mean
@@ -54,6 +55,10 @@ guest="cd /payload
 $(declare -f b)
 echo \"### host load: $(cut -d' ' -f1-3 /proc/loadavg)\"
 sh ./perftest-loopback.sh -n $PT_ITERS
+echo '=================== ib_read_bw'
+(timeout 120 ib_read_bw -d \${RDMA_VM_DEV:-rxe0} -F -n $PT_ITERS >/tmp/rd.server.log 2>&1 &) ; sleep 1
+timeout 120 ib_read_bw -d \${RDMA_VM_DEV:-rxe0} -F -n $PT_ITERS \${RDMA_VM_IP:-127.0.0.1} || echo '!!! ib_read_bw failed'
+echo '--- server side (ib_read_bw)'
 b roundtrip --fabric rdma --mode $MODES --sizes $RT_SIZES --iters $RT_ITERS
 b throughput --fabric rdma --mode $MODES --sizes $TP_SIZES"
 if [ "$UDP" = 1 ]; then
@@ -77,10 +82,12 @@ summarize() {
 	function num(s) { return s + 0 }
 	/^=================== ib_send_lat/ { sec = "lat"; next }
 	/^=================== ib_write_bw/ { sec = "bw"; next }
+	/^=================== ib_read_bw/ { sec = "rd"; next }
 	/^--- server side/ { sec = "" }
 	/^### host load:/ { load = $4 " " $5 " " $6 }
 	sec == "lat" && /^ *#bytes/ { getline; lat_size = $1; lat_typ = num($5); lat_avg = num($6); lat_p99 = num($8); next }
 	sec == "bw" && /^ *#bytes/ { getline; bw_size = $1; bw_avg = num($4); next }
+	sec == "rd" && /^ *#bytes/ { getline; rd_size = $1; rd_avg = num($4); next }
 	/^### bench / { cmd = $3; fab = $5; tab = cmd "/" fab; order[++ntab] = tab; next }
 	/^# pcor-go/ && tab != "" { text[tab] = $0 "\n"; inTab = 1; next }
 	inTab && /^  # size/ {
@@ -126,13 +133,14 @@ summarize() {
 			printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s, dash(pt), v, p, dash(q), ratio(v, pt), ratio(p, v), ratio(q, v)
 		}
 		print "\nThroughput (median, MB/s = 10^6 B/s):\n"
-		print "| size | perftest ib_write_bw (average) | verbs WRITE | pcor/blocking | pcor/polling | verbs/perftest | blocking/verbs | polling/verbs |"
-		print "|---|---|---|---|---|---|---|---|"
+		print "| size | perftest ib_write_bw (average) | ib_read_bw (average) | verbs WRITE | pcor/blocking | pcor/polling | verbs/perftest | blocking/verbs | polling/verbs | blocking/ib_read_bw |"
+		print "|---|---|---|---|---|---|---|---|---|---|"
 		n = split(tpsizes, ts, ",")
 		for (i = 1; i <= n; i++) {
 			s = ts[i]; t = "throughput/rdma"; v = field(t, s, "verbs"); p = field(t, s, "pcor/blocking"); q = field(t, s, "pcor/polling")
 			pt = (s == "64K" && bw_size == 65536) ? sprintf("%.2f", bw_avg) : ""
-			printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s, dash(pt), v, p, dash(q), ratio(v, pt), ratio(p, v), ratio(q, v)
+			rd = (s == "64K" && rd_size == 65536) ? sprintf("%.2f", rd_avg) : ""
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s, dash(pt), dash(rd), v, p, dash(q), ratio(v, pt), ratio(p, v), ratio(q, v), ratio(p, rd)
 		}
 		if (("roundtrip/udp", "udp") in col) {
 			print "\nSame guest, UDP (pcor over fabric/udp against raw UDP on the guest loopback):\n"
@@ -148,7 +156,7 @@ summarize() {
 			}
 		}
 		print "\nperftest (" ptiters " iterations): ib_send_lat " lat_size " B one-way typical " lat_typ " µs, average " lat_avg \
-		      " µs, p99 " lat_p99 " µs; ib_write_bw " bw_size " B average " bw_avg " MB/s (tx depth 128).\n"
+		      " µs, p99 " lat_p99 " µs; ib_write_bw " bw_size " B average " bw_avg " MB/s (tx depth 128); ib_read_bw " rd_size " B average " rd_avg " MB/s.\n"
 		print "## Tables\n"
 		for (i = 1; i <= ntab; i++) {
 			print "### " order[i] "\n\n```\n" text[order[i]] "```\n"

@@ -109,7 +109,7 @@ func rdmaNode(t *testing.T) (*pcor.Node, *exec.Cmd) {
 	return n, cmd
 }
 
-// TestRDMASenderKilledMidRead kills the sender of a 64 MiB message while
+// TestRDMASenderKilledMidRead kills the sender of a 16 MiB message while
 // this process reads it by rendezvous: the receive fails within seconds
 // and the node closes.
 func TestRDMASenderKilledMidRead(t *testing.T) {
@@ -118,7 +118,7 @@ func TestRDMASenderKilledMidRead(t *testing.T) {
 	dst := pcor.Addr{Proc: 1, Thread: 0}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	data := randomBytes(64<<20, 1)
+	data := randomBytes(16<<20, 1)
 	if err := th.Send(ctx, dst, 5, data); err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +147,50 @@ func TestRDMASenderKilledMidRead(t *testing.T) {
 		// (The guest's kernel tears the dead process down before its
 		// sockets close: over a second on a loaded host.)
 		t.Fatal("receive not failed within 5s of the kill")
+	}
+	closed := make(chan struct{})
+	go func() { n.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close hangs")
+	}
+}
+
+// TestRDMAReceiverKilledMidRead kills the receiver of a 16 MiB message
+// while it reads the message from this process by rendezvous: the Send,
+// which waits for the receiver's word, fails within seconds (the port
+// reports the peer lost) and the node closes.
+func TestRDMAReceiverKilledMidRead(t *testing.T) {
+	n, cmd := rdmaNode(t)
+	th := n.Thread(0)
+	dst := pcor.Addr{Proc: 1, Thread: 0}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	// A small message first, so that the queue pairs are up.
+	if err := th.Send(ctx, dst, 5, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.Recv(ctx, dst, 5); err != nil {
+		t.Fatal(err)
+	}
+	data := randomBytes(16<<20, 2)
+	sent := make(chan error, 1)
+	go func() { sent <- th.Send(ctx, dst, 6, data) }()
+	time.Sleep(100 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGKILL)
+	killed := time.Now()
+	select {
+	case err := <-sent:
+		if err == nil {
+			t.Skip("the message was read before the kill")
+		}
+		if !errors.Is(err, pcor.ErrPeerDown) && !errors.Is(err, pcor.ErrUnreachable) {
+			t.Fatalf("send: %v, want ErrPeerDown or ErrUnreachable", err)
+		}
+		t.Logf("send failed %v after the kill: %v", time.Since(killed), err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("send not failed within 5s of the kill")
 	}
 	closed := make(chan struct{})
 	go func() { n.Close(); close(closed) }()

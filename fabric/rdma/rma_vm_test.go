@@ -212,7 +212,14 @@ func TestReadRemoteReaderKilled(t *testing.T) {
 	p.OnPeerLost(func(e fabric.Endpoint) { lost <- e })
 	peer := startPeer(t, "reader", "RDMA_TEST_SIZE="+strconv.Itoa(size),
 		"RDMA_TEST_FROM="+p.LocalEndpoint().String(), fmt.Sprintf("RDMA_TEST_DESC=%x", desc))
-	time.Sleep(300 * time.Millisecond)
+	// Kill it once it has connected (and is reading).
+	for deadline := time.Now().Add(30 * time.Second); p.Stats().Connects == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the reader never connected")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
 	peer.cmd.Process.Signal(syscall.SIGKILL)
 	killed := time.Now()
 	select {
