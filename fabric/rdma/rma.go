@@ -37,7 +37,7 @@ const (
 type rmaOp struct {
 	id   uint64
 	c    *conn
-	reg  *region
+	reg  *region // nil for Alloc'd memory
 	done func(error)
 	left int // work requests not yet completed
 	err  error
@@ -51,8 +51,9 @@ type rmaWR struct {
 
 var _ fabric.RemoteReader = (*Port)(nil)
 
-// Expose registers b for reading by peers (or reuses its registration)
-// and returns its descriptor. b must not change until release, which
+// Expose returns the descriptor of b for reading by peers: b lies in
+// memory from Alloc (registered once, for good), or its registration is
+// made or reused from the cache. b must not change until release, which
 // may be called more than once.
 func (p *Port) Expose(b []byte) ([]byte, func(), error) {
 	desc := make([]byte, descLen)
@@ -62,12 +63,16 @@ func (p *Port) Expose(b []byte) ([]byte, func(), error) {
 	if p.closed.Load() {
 		return nil, nil, fabric.ErrClosed
 	}
+	binary.LittleEndian.PutUint64(desc, uint64(uintptr(unsafe.Pointer(&b[0]))))
+	binary.LittleEndian.PutUint64(desc[8:], uint64(len(b)))
+	if mr := p.allocMR(b); mr != nil {
+		binary.LittleEndian.PutUint32(desc[16:], mr.RKey)
+		return desc, func() {}, nil
+	}
 	reg, err := p.reg.get(b)
 	if err != nil {
 		return nil, nil, err
 	}
-	binary.LittleEndian.PutUint64(desc, uint64(uintptr(unsafe.Pointer(&b[0]))))
-	binary.LittleEndian.PutUint64(desc[8:], uint64(len(b)))
 	binary.LittleEndian.PutUint32(desc[16:], reg.mr.RKey)
 	var once sync.Once
 	return desc, func() { once.Do(func() { p.reg.put(reg) }) }, nil
@@ -108,15 +113,22 @@ func (p *Port) ReadRemote(from fabric.Endpoint, dst []byte, desc []byte, done fu
 	if c == nil {
 		return fmt.Errorf("%w: cannot connect to %s", ErrPeerLost, ep)
 	}
-	reg, err := p.reg.get(dst)
-	if err != nil {
-		return err
+	mr := p.allocMR(dst)
+	var reg *region
+	if mr == nil {
+		var err error
+		if reg, err = p.reg.get(dst); err != nil {
+			return err
+		}
+		mr = reg.mr
 	}
 	op := &rmaOp{c: c, reg: reg, done: done}
 	p.rmaMu.Lock()
 	if p.closed.Load() || c.dead.Load() {
 		p.rmaMu.Unlock()
-		p.reg.put(reg)
+		if reg != nil {
+			p.reg.put(reg)
+		}
 		if p.closed.Load() {
 			return fabric.ErrClosed
 		}
@@ -129,10 +141,10 @@ func (p *Port) ReadRemote(from fabric.Endpoint, dst []byte, desc []byte, done fu
 		k := min(rmaChunk, len(dst)-off)
 		op.left++
 		c.rmaQueue = append(c.rmaQueue, rmaWR{op: op, wr: verbs.SendWR{WrID: op.id, Opcode: verbs.OpRDMARead,
-			Signaled: true, SGEs: []verbs.SGE{verbs.SGEOf(reg.mr, dst[off:off+k])},
+			Signaled: true, SGEs: []verbs.SGE{verbs.SGEOf(mr, dst[off:off+k])},
 			RemoteAddr: addr + uint64(off), RKey: rkey}})
 	}
-	err = p.postRMALocked(c)
+	err := p.postRMALocked(c)
 	p.rmaMu.Unlock()
 	if err != nil {
 		c.fail(fmt.Errorf("%w: %v", ErrPeerLost, err)) // its posted reads complete as flushed
@@ -271,7 +283,9 @@ func (p *Port) sweepRMALocked(finished []*rmaOp) []*rmaOp {
 // finishRMA releases each operation's registration and tells its caller.
 func finishRMA(ops []*rmaOp) {
 	for i, op := range ops {
-		op.c.p.reg.put(op.reg)
+		if op.reg != nil {
+			op.c.p.reg.put(op.reg)
+		}
 		op.done(op.err)
 		ops[i] = nil
 	}

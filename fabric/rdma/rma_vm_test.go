@@ -112,8 +112,27 @@ func TestReadRemote(t *testing.T) {
 		release()
 		release()
 	}
+	// Alloc'd memory is exposed and read into without a registration.
+	st0, st1 := a.RegStats(), b.RegStats()
+	src, dst := a.Alloc(3<<20), b.Alloc(3<<20)
+	pattern(src, 99)
+	desc, release, err := a.Expose(src[5:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	if err := b.ReadRemote(a.LocalEndpoint(), dst[:3<<20-5], desc, func(err error) { done <- err }); err != nil || <-done != nil {
+		t.Fatalf("read of Alloc'd memory: %v", err)
+	}
+	release()
+	if !bytes.Equal(dst[:3<<20-5], src[5:]) {
+		t.Fatal("read of Alloc'd memory differs")
+	}
+	if a.RegStats().Misses != st0.Misses || b.RegStats().Misses != st1.Misses {
+		t.Fatalf("Alloc'd memory registered again: exposer %+v, reader %+v", a.RegStats(), b.RegStats())
+	}
 	// Reading more than was exposed is refused before anything is posted.
-	desc, release, _ := a.Expose(make([]byte, 100))
+	desc, release, _ = a.Expose(make([]byte, 100))
 	defer release()
 	if err := b.ReadRemote(a.LocalEndpoint(), make([]byte, 101), desc, func(error) { t.Error("done called") }); !errors.Is(err, ErrDescriptor) {
 		t.Fatalf("over-long read: %v", err)
