@@ -148,13 +148,7 @@ func TestRDMASenderKilledMidRead(t *testing.T) {
 		// sockets close: over a second on a loaded host.)
 		t.Fatal("receive not failed within 5s of the kill")
 	}
-	closed := make(chan struct{})
-	go func() { n.Close(); close(closed) }()
-	select {
-	case <-closed:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Close hangs")
-	}
+	closeWithin(t, n, 10*time.Second)
 }
 
 // TestRDMAReceiverKilledMidRead kills the receiver of a 16 MiB message
@@ -192,11 +186,17 @@ func TestRDMAReceiverKilledMidRead(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("send not failed within 5s of the kill")
 	}
+	closeWithin(t, n, 10*time.Second)
+}
+
+// closeWithin fails the test if n takes longer than d to close.
+func closeWithin(t *testing.T, n *pcor.Node, d time.Duration) {
+	t.Helper()
 	closed := make(chan struct{})
 	go func() { n.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(10 * time.Second):
+	case <-time.After(d):
 		t.Fatal("Close hangs")
 	}
 }
