@@ -113,7 +113,7 @@ summarize() {
 		print "# pcor-go over RDMA (soft-RoCE VM)\n"
 		print "Regenerate with `bench/rdma-vm.sh` (from the repository root). One boot of the QEMU/TCG guest of " \
 		      "`../shared/rdma-vm` (Debian 6.1 kernel, rdma_rxe on virtio eth0, 2 vCPUs, 2 GiB) ran, in order: " \
-		      "perftest `ib_send_lat` and `ib_write_bw` in loopback on rxe0, `bench roundtrip --fabric rdma`, " \
+		      "perftest `ib_send_lat`, `ib_write_bw` and `ib_read_bw` in loopback on rxe0, `bench roundtrip --fabric rdma`, " \
 		      "`bench throughput --fabric rdma` and the same two over UDP."
 		print ""
 		print "In `bench --fabric rdma` between two processes the baseline is raw verbs between the same two processes " \
