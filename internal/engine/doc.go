@@ -35,7 +35,9 @@
 // receives, probes), recvtable.go and mcb.go (pCoR's receive table and
 // message control blocks), local.go (messages between threads of one
 // process), reliable.go (the path for reliable fabrics, which leaves out
-// the acknowledgements, retransmissions and body checksums above). A
-// method whose name ends in Locked runs with the lock named in
+// the acknowledgements, retransmissions and body checksums above),
+// rndv.go (rendezvous: a large message on a port that reads remote memory
+// is announced, then read by its receiver straight from the sender's
+// memory). A method whose name ends in Locked runs with the lock named in
 // its comment held; the lock is taken and released by its caller.
 package engine
