@@ -374,11 +374,13 @@ func slowSinkPeer() int {
 	return 0
 }
 
-// A sender streams 1 GiB to a process that does not receive for the first
-// seconds of the transfer: the receiving process's resident memory (from
-// /proc/self/status, not an engine counter) grows by no more than its
-// receive budget plus slowReceiverOverhead over that window, the sender is
-// slowed by BUSY, and once the receiver receives, everything arrives.
+// A sender streams 1 GiB in 1 MiB messages (and 512 MiB in 64 MiB
+// messages, each larger than the whole budget) to a process that does not
+// receive for the first seconds of the transfer: the receiving process's
+// resident memory (from /proc/self/status, not an engine counter) grows by
+// no more than its receive budget plus slowReceiverOverhead over that
+// window, the sender is slowed by BUSY, and once the receiver receives,
+// everything arrives.
 func TestSlowReceiverStream(t *testing.T) {
 	if testing.Short() {
 		t.Skip("streams 1 GiB")
@@ -388,6 +390,7 @@ func TestSlowReceiverStream(t *testing.T) {
 		size, msgs int
 	}{
 		{"1MiB-messages", 1 << 20, 1024},
+		{"64MiB-messages", 64 << 20, 8}, // each larger than the budget
 	} {
 		t.Run(tc.name, func(t *testing.T) { slowReceiver(t, tc.size, tc.msgs) })
 	}
@@ -455,7 +458,7 @@ func slowReceiver(t *testing.T, size, msgs int) {
 		if n := sent.Load(); n != last {
 			last, lastAt = n, time.Now()
 		}
-		if time.Since(opened) > 3*time.Second && time.Since(lastAt) > time.Second && last > 0 {
+		if time.Since(opened) > 3*time.Second && time.Since(lastAt) > time.Second && a.Stats()[0].BusyRecv > 0 {
 			break
 		}
 	}

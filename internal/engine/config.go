@@ -26,8 +26,10 @@ type Config struct {
 	// MaxMessage is the largest message accepted (default 1 GiB).
 	MaxMessage int64
 	// RecvBudget bounds the bytes held for messages not yet received by a
-	// thread (default 256 MiB). A single message larger than the budget
-	// is admitted only while nothing else is held.
+	// thread (default 256 MiB). It is taken as fragments arrive, in
+	// chunks of 256 KiB; a message larger than the budget goes straight
+	// into its receive's buffer once the receive is posted, and waits
+	// until then.
 	RecvBudget int64
 	// MCBs is the capacity of the message control block pool (default 4096).
 	MCBs int

@@ -273,7 +273,7 @@ func (d *dispatcher) flush() {
 // its message has already acknowledged it.
 func (d *dispatcher) wakeAll() {
 	for i, x := range d.wake {
-		if x.m.owner == x.r {
+		if x.m.owner == x.r && x.r.buf != nil {
 			d.c.inPlace.Add(1)
 		}
 		d.e.fillFromMCB(x.r, x.m)

@@ -256,12 +256,17 @@ func (e *Engine) BudgetUsed() int64 { return e.budgetUsed.Load() }
 // mcbsInUse is the number of message control blocks in use.
 func (e *Engine) mcbsInUse() int { return e.pool.inUse() }
 
-// reserve takes n bytes of the receive budget. A message larger than the
-// whole budget is admitted only while nothing else is held.
+// reserve takes n bytes of the receive budget, or reports false when they
+// would take it past RecvBudget. The budget is held for the storage of
+// messages no receive has taken yet: a small message (at most one chunk)
+// whole from its first fragment, a large one chunk by chunk as its
+// fragments arrive. A message placed straight into a posted receive's
+// buffer holds none, so a message larger than the whole budget is
+// deliverable once its receive is posted.
 func (e *Engine) reserve(n int64) bool {
 	for {
 		used := e.budgetUsed.Load()
-		if used+n > e.cfg.RecvBudget && used > 0 {
+		if used+n > e.cfg.RecvBudget {
 			return false
 		}
 		if e.budgetUsed.CompareAndSwap(used, used+n) {

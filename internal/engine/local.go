@@ -3,7 +3,8 @@ package engine
 // Messages between threads of the same process go straight into the
 // receive table: a posted receive gets a copy of the data at once; else the
 // message is copied into a control block as unexpected. When no block or
-// budget is free the send waits, in order, until a receive frees some.
+// budget is free the send waits, in order, until a receive frees some or
+// a receive for it is posted.
 
 func (e *Engine) sendLocal(r *Request) {
 	if e.localWaiting.Load() == 0 && e.tryLocal(r) {

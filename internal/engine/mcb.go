@@ -13,9 +13,10 @@ type key struct {
 	tag       Tag
 }
 
-// chunkSize is the unit in which the storage of a large message grows as
-// its fragments arrive, so that a header claiming a huge message costs
-// memory only for what has actually arrived. Chunks are pooled.
+// chunkSize is the unit in which the storage of a large message grows, and
+// its receive budget is taken, as its fragments arrive, so that a header
+// claiming a huge message costs memory only for what has actually arrived
+// (plus at most one chunk). Chunks are pooled.
 const chunkSize = 256 << 10
 
 var chunkPool = sync.Pool{New: func() any { return new([chunkSize]byte) }}
@@ -44,7 +45,7 @@ type mcb struct {
 	nfrag    uint32
 	got      uint32
 	gotBytes uint64
-	reserved int64
+	reserved int64 // receive budget held: see Engine.reserve
 
 	bits   [][]uint64         // fragment bitmap, blocks of bitBlock bits
 	chunks []*[chunkSize]byte // storage of a large message, filled as it arrives
@@ -122,6 +123,74 @@ func (m *mcb) place(idx uint32, body []byte) bool {
 	m.got++
 	m.gotBytes += n
 	return m.got == m.nfrag
+}
+
+// newChunks is the number of chunks fragment idx (n bytes) would add to a
+// message stored in chunks.
+func (m *mcb) newChunks(idx uint32, n uint64) int64 {
+	if m.data != nil || n == 0 {
+		return 0
+	}
+	off := uint64(idx) * uint64(m.fragSize)
+	k := int64(0)
+	for c := off / chunkSize; c <= (off+n-1)/chunkSize; c++ {
+		if m.chunks[c] == nil {
+			k++
+		}
+	}
+	return k
+}
+
+// chunkArrived reports whether a fragment holding bytes of chunk c has
+// arrived.
+func (m *mcb) chunkArrived(c uint64) bool {
+	lo := c * chunkSize
+	hi := min(lo+chunkSize, m.total)
+	for i := lo / uint64(m.fragSize); i*uint64(m.fragSize) < hi; i++ {
+		if m.hasFrag(uint32(i)) {
+			return true
+		}
+	}
+	return false
+}
+
+// unpin moves the message out of the storage it shares with a receive's
+// buffer (src, holding the fragments arrived so far) into storage of its
+// own: a small message whole, a large one only in the chunks that hold
+// arrived bytes. It returns the bytes of storage taken.
+func (m *mcb) unpin(src []byte, pool *bufPool) int64 {
+	if m.total <= chunkSize {
+		m.data, m.box = pool.get(int(m.total))
+		copy(m.data, src)
+		return int64(m.total)
+	}
+	m.data = nil
+	m.chunks = make([]*[chunkSize]byte, (m.total+chunkSize-1)/chunkSize)
+	n := int64(0)
+	for c := range m.chunks {
+		if m.chunkArrived(uint64(c)) {
+			ch := chunkPool.Get().(*[chunkSize]byte)
+			copy(ch[:], src[uint64(c)*chunkSize:])
+			m.chunks[c] = ch
+			n += chunkSize
+		}
+	}
+	return n
+}
+
+// storage is the bytes of storage the message holds of its own (not a
+// receive's buffer).
+func (m *mcb) storage() int64 {
+	if m.data != nil {
+		return int64(m.total)
+	}
+	n := int64(0)
+	for _, ch := range m.chunks {
+		if ch != nil {
+			n += chunkSize
+		}
+	}
+	return n
 }
 
 // copyTo copies the message into dst and returns the bytes copied.

@@ -33,6 +33,9 @@ func (e *Engine) irecv(r *Request) {
 		e.fillFromMCB(r, m)
 	} else {
 		e.resumeHeld() // a held message may fit this receive's buffer
+		if e.localWaiting.Load() > 0 {
+			e.drainLocal() // a local send waiting for budget may go to r
+		}
 	}
 }
 
@@ -52,47 +55,60 @@ func (e *Engine) downErr(proc ProcID) error {
 // few KiB that copy costs less than finding the receive early does.
 const ownMin = 4 << 10
 
-// claimPostedLocked lets a message arriving from p be placed straight into
-// the buffer of the receive that will take it: the earliest posted receive
-// matching k, if its buffer is large enough and no earlier message from p
-// with the same key is still incomplete. p.rxmu is held.
-func (e *Engine) claimPostedLocked(p *peer, m *mcb, k key, msgID, total uint64) *Request {
-	for id, m := range p.rx.inprog {
-		if id < msgID && m.key == k {
-			return nil
-		}
-	}
-	for id, m := range p.rx.held {
-		if id < msgID && m != nil && m.key == k {
-			return nil
-		}
-	}
+// claimPostedLocked gives message m, arriving from p, to the receive that
+// will take it, so that its fragments go straight into the receive's buffer
+// (or, with anyBuf, for a receive without one, into storage charged to the
+// receive rather than to the budget): the earliest posted receive matching
+// m, if its buffer is large enough and it could match no earlier message from p
+// still to be accepted. What already arrived moves into the buffer, and
+// the budget m held is released. It returns the receive, or nil. p.rxmu is
+// held (and the receive table's stripe is taken under it).
+func (e *Engine) claimPostedLocked(p *peer, m *mcb, anyBuf bool) *Request {
+	k, msgID, total := m.key, m.msgID, m.total
 	s := e.table.stripe(k.dstThread)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	r := e.table.peekPosted(s, k, hashKey(k))
-	if r == nil || uint64(len(r.buf)) < total {
+	if r == nil || r.buf == nil && !anyBuf || r.buf != nil && uint64(len(r.buf)) < total || !p.rx.firstFor(r, msgID) {
+		s.mu.Unlock()
 		return nil
 	}
 	e.table.takePosted(s, k, hashKey(k))
+	s.mu.Unlock()
 	m.owner = r
-	m.data = r.buf[:total]
 	r.owned = m
 	r.ownerPeer.Store(p)
+	if r.buf != nil {
+		buf := r.buf[:total]
+		if m.data != nil {
+			copy(buf, m.data)
+			e.bufs.put(m.data, m.box)
+			m.box = nil
+		} else if m.chunks != nil {
+			m.copyTo(buf)
+			m.releaseChunks()
+		}
+		m.data = buf
+	}
+	n := m.reserved
+	m.reserved = 0
+	e.release(n)
 	return r
 }
 
 // release the receive owning m (cancelled, or its peer gone): m keeps the
-// data received so far in storage of its own. p.rxmu is held.
+// data received so far in storage of its own, charged to the budget even
+// past it (what arrived was accepted; the rest waits for budget as any
+// message does). p.rxmu is held.
 func (e *Engine) disownLocked(m *mcb) {
 	r := m.owner
 	m.owner = nil
 	r.owned = nil
 	r.ownerPeer.Store(nil)
-	own := make([]byte, m.total)
-	copy(own, m.data)
-	m.data = own // (owned messages always have contiguous storage)
-	m.reserved = int64(m.total)
+	if r.buf != nil {
+		m.reserved = m.unpin(m.data, &e.bufs)
+	} else {
+		m.reserved = m.storage()
+	}
 	e.budgetUsed.Add(m.reserved)
 }
 
@@ -104,9 +120,14 @@ func (e *Engine) fillFromMCB(r *Request, m *mcb) {
 	}
 	var err error
 	if m.owner == r {
-		r.data = r.buf[:m.total]
+		if r.buf != nil {
+			r.data = r.buf[:m.total]
+			m.data = nil
+		} else {
+			r.data = m.bytes()
+			m.data, m.box = nil, nil // handed over
+		}
 		r.owned = nil
-		m.data = nil
 	} else if r.buf != nil {
 		n := m.copyTo(r.buf)
 		if m.total > uint64(len(r.buf)) {

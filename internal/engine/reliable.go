@@ -263,6 +263,10 @@ func (d *dispatcher) onReliableData(p *peer, h *wire.Header, body []byte) {
 // placeReliableLocked stores a fragment and completes its message with
 // the last one. p.rxmu is held.
 func (d *dispatcher) placeReliableLocked(p *peer, m *mcb, h *wire.Header, body []byte) {
+	if !d.roomLocked(p, m, h.FragIndex, uint64(len(body))) {
+		d.held = true // no budget for its chunk: wait in the fabric
+		return
+	}
 	if m.place(h.FragIndex, body) {
 		delete(p.rx.inprog, h.MsgID)
 		d.delivered = p.rx.complete(h.MsgID, m, d.delivered)

@@ -76,7 +76,8 @@ func (d *dispatcher) abortLocked(p *peer, h *wire.Header) {
 func (d *dispatcher) fragmentLocked(p *peer, h *wire.Header, body []byte) {
 	rx := &p.rx
 	m := rx.inprog[h.MsgID]
-	if m == nil {
+	fresh := m == nil
+	if fresh {
 		if m = d.startMessageLocked(p, h); m == nil {
 			return
 		}
@@ -87,6 +88,15 @@ func (d *dispatcher) fragmentLocked(p *peer, h *wire.Header, body []byte) {
 	if m.hasFrag(h.FragIndex) {
 		rx.mark(h.Seq)
 		d.c.dups.Add(1)
+		return
+	}
+	if !d.roomLocked(p, m, h.FragIndex, uint64(len(body))) {
+		// Not marked as arrived: the sender pauses and sends it again.
+		if fresh {
+			delete(rx.inprog, h.MsgID)
+			d.e.freeMCB(m)
+		}
+		d.busy = append(d.busy, busyReply{p, *h})
 		return
 	}
 	complete := m.place(h.FragIndex, body)
@@ -100,10 +110,12 @@ func (d *dispatcher) fragmentLocked(p *peer, h *wire.Header, body []byte) {
 	}
 }
 
-// startMessageLocked takes a control block, and the receive budget or a
-// posted receive's buffer, for the first fragment of a message. Without
-// them it queues a BUSY reply and returns nil; a message over the size
-// limit or with impossible geometry is dropped. p.rxmu is held.
+// startMessageLocked takes a control block for the first fragment of a
+// message to arrive, and a posted receive to own it (from ownMin bytes),
+// or else for a small message (at most one chunk) its receive budget; a
+// large one takes budget chunk by chunk in roomLocked, or is owned there.
+// Without them it queues a BUSY reply and returns nil; a message over the
+// size limit or with impossible geometry is dropped. p.rxmu is held.
 func (d *dispatcher) startMessageLocked(p *peer, h *wire.Header) *mcb {
 	e := d.e
 	if int64(h.Total) > e.cfg.MaxMessage {
@@ -120,27 +132,51 @@ func (d *dispatcher) startMessageLocked(p *peer, h *wire.Header) *mcb {
 	}
 	k := key{ProcID(h.SrcProc), ThreadID(h.SrcThread), ThreadID(h.DstThread), Tag(h.Tag)}
 	m := e.pool.get()
-	var owner *Request
-	if m != nil && h.Total >= ownMin {
-		owner = e.claimPostedLocked(p, m, k, h.MsgID, h.Total)
-	}
-	if m == nil || owner == nil && !e.reserve(int64(h.Total)) {
-		if m != nil {
-			e.pool.put(m)
-		}
+	if m == nil {
 		d.busy = append(d.busy, busyReply{p, *h})
 		return nil
 	}
-	if owner == nil {
-		m.reserved = int64(h.Total)
-	}
 	m.key = k
 	m.msgID = h.MsgID
-	m.rndv = h.Flags&wire.FlagRendezvous != 0
+	m.rndv = h.Flags&wire.FlagRendezvous != 0 // an announcement: never owned
+	m.total = h.Total
+	switch {
+	case h.Total >= ownMin && !m.rndv && e.claimPostedLocked(p, m, false) != nil:
+	case h.Total > chunkSize:
+		// Budget is taken chunk by chunk as fragments arrive (roomLocked).
+	case e.reserve(int64(h.Total)):
+		m.reserved = int64(h.Total)
+	case !m.rndv && e.claimPostedLocked(p, m, true) != nil:
+		// No budget left, but a receive is waiting for it.
+	default:
+		e.pool.put(m)
+		d.busy = append(d.busy, busyReply{p, *h})
+		return nil
+	}
 	m.start(h.Total, h.FragSize, uint32(nfrag), &e.bufs)
 	p.rx.inprog[h.MsgID] = m
 	p.armWatchLocked(e.cfg.UnreachableTimeout)
 	return m
+}
+
+// roomLocked makes room for fragment idx (n bytes) of message m, which
+// has none: a message stored in chunks of its own takes budget for the
+// chunks the fragment starts or, with the budget spent, is handed to a
+// posted receive, which then owns it. It reports false when there is no
+// room. p.rxmu is held.
+func (d *dispatcher) roomLocked(p *peer, m *mcb, idx uint32, n uint64) bool {
+	if m.owner != nil {
+		return true // the receive's buffer, or storage charged to the receive
+	}
+	k := m.newChunks(idx, n)
+	if k == 0 {
+		return true
+	}
+	if d.e.reserve(k * chunkSize) {
+		m.reserved += k * chunkSize
+		return true
+	}
+	return d.e.claimPostedLocked(p, m, true) != nil
 }
 
 // fits reports whether a later fragment h agrees with the message's first.

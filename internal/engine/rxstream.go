@@ -114,6 +114,31 @@ func (rx *rxStream) partial() bool {
 	return false
 }
 
+// firstFor reports whether receive r can take message msgID before it is
+// accepted: every message before it from this peer was accepted already,
+// or is known (in progress or held) and does not match r. A message not
+// seen at all yet might match r, and would have to go first.
+func (rx *rxStream) firstFor(r *Request, msgID uint64) bool {
+	known := uint64(0)
+	for id, o := range rx.inprog {
+		if id < msgID {
+			if o.key.dstThread == r.dstThread && matches(r, o.key) {
+				return false
+			}
+			known++
+		}
+	}
+	for id, o := range rx.held {
+		if id < msgID {
+			if o != nil && o.key.dstThread == r.dstThread && matches(r, o.key) {
+				return false
+			}
+			known++
+		}
+	}
+	return known == msgID-rx.nextMsg
+}
+
 // finished reports whether message msgID was already accepted or aborted.
 func (rx *rxStream) finished(msgID uint64) bool {
 	if msgID < rx.nextMsg {
