@@ -39,6 +39,17 @@ const (
 	serviceThread pcor.ThreadID = 1
 )
 
+// exitPeerDown is the exit status of a ring process whose pcor call failed
+// with pcor.ErrPeerDown, so that the launcher's log tells a lost member
+// from any other failure.
+const exitPeerDown = 3
+
+// brokenGrace is how long a process goes on after a member failed before
+// it gives up the ring itself: the calls naming a process gone fail with
+// pcor.ErrPeerDown at once, and each process waits on a neighbour, so the
+// failure reaches every process from neighbour to neighbour well before.
+const brokenGrace = 2 * time.Second
+
 func main() {
 	rounds := flag.Int("rounds", 1000, "times the token goes around")
 	delay := flag.Duration("delay", 0, "pause before passing the token on")
@@ -47,6 +58,9 @@ func main() {
 	flag.Parse()
 	if err := run(*rounds, *delay, *visitors, *timeout); err != nil {
 		fmt.Fprintf(os.Stderr, "ring: %v\n", err)
+		if errors.Is(err, pcor.ErrPeerDown) {
+			os.Exit(exitPeerDown)
+		}
 		os.Exit(1)
 	}
 }
@@ -134,7 +148,8 @@ func (w *watch) handleLocked(ev directory.Event) {
 		return
 	}
 	// A ring member is gone before the end: the ring cannot complete.
-	w.broken(fmt.Errorf("ring member %d left (%s): %w", ev.Member.Proc, ev.Reason, pcor.ErrPeerDown))
+	err := fmt.Errorf("ring member %d left (%s): %w", ev.Member.Proc, ev.Reason, pcor.ErrPeerDown)
+	time.AfterFunc(brokenGrace, func() { w.broken(err) })
 }
 
 // finish ends the run without losing a last acknowledgement: rank 0 tells
