@@ -1,7 +1,5 @@
 package fabric
 
-import "context"
-
 // Holder is implemented by reliable ports whose receiver can leave
 // datagrams in the fabric for later. A receiver that has no room for a
 // datagram yet (no memory budget for the message it starts) holds it
@@ -17,16 +15,21 @@ type Holder interface {
 	// after Resume.
 	Hold(i int) (n int)
 
+	// Handled tells the fabric that the datagrams of the last batch,
+	// but those held, have been handled: their memory may be reused, and
+	// their senders see them taken (Flusher).
+	Handled()
+
 	// Resume lets held datagrams be received again and wakes a receiver
 	// that sleeps. It may be called from any goroutine, at any time.
 	Resume()
 }
 
-// Flusher is implemented by reliable ports that can tell when their
-// destinations have taken every datagram sent to them.
+// Flusher is implemented by reliable ports that can tell a sender when
+// its destination has handled what was sent to it.
 type Flusher interface {
-	// Flush waits until every datagram Send took has been received by
-	// its destination, or the destination is lost, or ctx ends (then it
-	// returns ctx's error).
-	Flush(ctx context.Context) error
+	// Taken reports whether the destination to has received, and handled
+	// (Holder.Handled), every datagram Send took for it so far. It fails
+	// once the destination is gone without having taken them.
+	Taken(to Endpoint) (bool, error)
 }

@@ -3,7 +3,7 @@
 package shm
 
 import (
-	"context"
+	"fmt"
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
@@ -60,38 +60,48 @@ func (p *Port) unholdIfResumed() {
 	}
 }
 
-// Flush waits until the receiver of every ring this port writes has read
-// all of it (and handled it: a receiver gives a ring's room back only
-// when it receives again), or has closed or died, or ctx ends.
-func (p *Port) Flush(ctx context.Context) error {
-	type target struct {
-		o   *outRing
-		pos uint64
+// Handled gives the room of the last batch's records back to their
+// producers, which then see them taken.
+func (p *Port) Handled() {
+	for j := 0; j < p.nlast; j++ {
+		if j > 0 && p.src[j] == p.src[j-1] {
+			continue
+		}
+		if r := p.in[p.src[j]]; r != nil {
+			r.release()
+		}
+	}
+}
+
+// Taken reports whether the receiver at to has read every record this
+// port wrote into its ring and handed their room back (it does when it
+// receives again, or calls Handled). It fails with ErrNoPort once the
+// receiver has closed or died first.
+func (p *Port) Taken(to fabric.Endpoint) (bool, error) {
+	e, ok := to.(Endpoint)
+	if !ok {
+		return false, fmt.Errorf("shm: endpoint %v is not an shm endpoint", to)
 	}
 	p.outMu.Lock()
-	var ts []target
-	for _, o := range p.out {
-		o.mu.Lock()
-		if !o.dead {
-			ts = append(ts, target{o, o.r.pos})
-		}
-		o.mu.Unlock()
-	}
+	o := p.out[e.Name]
 	p.outMu.Unlock()
-	for _, t := range ts {
-		for i := 0; ; i++ {
-			t.o.mu.Lock()
-			done := t.o.dead || load64(t.o.seg.mem, t.o.r.base+slotHead) >= t.pos ||
-				i%256 == 255 && !t.o.seg.ownerAlive()
-			t.o.mu.Unlock()
-			if done {
-				break
-			}
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			time.Sleep(50 * time.Microsecond)
+	if o == nil {
+		return true, nil // nothing was sent there
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.dead {
+		return false, fmt.Errorf("%w: %s", ErrNoPort, e)
+	}
+	if load64(o.seg.mem, o.r.base+slotHead) >= o.r.pos {
+		return true, nil
+	}
+	if now := time.Now(); now.Sub(o.checked) > 10*time.Millisecond {
+		o.checked = now
+		if !o.seg.ownerAlive() {
+			o.dead = true
+			return false, fmt.Errorf("%w: %s (closed or died)", ErrNoPort, e)
 		}
 	}
-	return nil
+	return false, nil
 }

@@ -1,7 +1,6 @@
 package shm
 
 import (
-	"context"
 	"errors"
 	"os"
 	"testing"
@@ -168,34 +167,49 @@ func TestWaitInterruptDeadline(t *testing.T) {
 	}
 }
 
-// TestFlush: Flush returns only once the receiver has received again
-// after reading everything sent, and at once for a closed receiver.
-func TestFlush(t *testing.T) {
+// TestTaken: a sender sees its datagrams taken only once the receiver
+// has received them and said it handled them (or received again), and
+// gets an error for a receiver that closed without taking them.
+func TestTaken(t *testing.T) {
 	dir := testDir(t)
 	a, b := listen(t, dir, "a", Config{}), listen(t, dir, "b", Config{})
-	if _, err := a.Send([]fabric.Datagram{{Body: []byte("f"), To: b.LocalEndpoint()}}); err != nil {
+	to := b.LocalEndpoint()
+	if ok, err := a.Taken(to); !ok || err != nil {
+		t.Fatalf("nothing sent: taken %v, %v", ok, err)
+	}
+	if _, err := a.Send([]fabric.Datagram{{Body: []byte("f"), To: to}}); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if err := a.Flush(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Flush with the datagram unread: %v", err)
+	if ok, err := a.Taken(to); ok || err != nil {
+		t.Fatalf("unread datagram: taken %v, %v", ok, err)
 	}
 	msgs := make([][]byte, 4)
 	if n, _ := b.Poll(msgs); n != 1 {
 		t.Fatal("datagram not received")
 	}
-	b.Poll(msgs) // hands the room back: the datagram is handled
-	if err := a.Flush(context.Background()); err != nil {
-		t.Fatal(err)
+	if ok, _ := a.Taken(to); ok {
+		t.Fatal("taken before the receiver handled it")
 	}
-	if _, err := a.Send([]fabric.Datagram{{Body: []byte("g"), To: b.LocalEndpoint()}}); err != nil {
+	b.Handled()
+	if ok, err := a.Taken(to); !ok || err != nil {
+		t.Fatalf("handled datagram: taken %v, %v", ok, err)
+	}
+	if _, err := a.Send([]fabric.Datagram{{Body: []byte("g"), To: to}}); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel2()
-	if err := a.Flush(ctx2); err != nil {
-		t.Fatalf("Flush to a closed receiver: %v", err)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ok, err := a.Taken(to)
+		if ok {
+			t.Fatal("a datagram to a closed receiver taken")
+		}
+		if errors.Is(err, ErrNoPort) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("closed receiver not noticed: %v", err)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

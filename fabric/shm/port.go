@@ -76,6 +76,8 @@ type outRing struct {
 	seg  *segment
 	r    *ring
 	dead bool // the receiver closed or died
+
+	checked time.Time // when Taken last looked whether the receiver lives
 }
 
 var portNames atomic.Uint64

@@ -112,6 +112,12 @@ func (s *segment) unmap() {
 	}
 }
 
+// Reap removes the segments in dir ("": PCOR_SHM_DIR, else /dev/shm)
+// whose process is gone: a launcher calls it once the processes it started
+// have exited, so that those killed leave nothing behind. Listen does the
+// same on every start.
+func Reap(dir string) { reap(Config{Dir: dir}.withDefaults().Dir) }
+
 // reap removes the segments in dir whose receiving process is gone, so a
 // crash leaves nothing behind past the next start.
 func reap(dir string) {

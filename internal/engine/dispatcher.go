@@ -29,6 +29,7 @@ type dispatcher struct {
 	holder    fabric.Holder
 	holding   atomic.Bool
 	held      bool
+	room      uint64 // Engine.room when the batch began
 
 	// Used only by the holder of the progress token.
 	touched   []*peer
@@ -145,6 +146,9 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 	}
 	p := e.peer(ProcID(h.SrcProc))
 	if p == nil {
+		if h.Flags&wire.FlagReliable != 0 && d.holdUnknown(&h) {
+			return
+		}
 		d.c.drops[DropUnknownPeer].Add(1)
 		return
 	}

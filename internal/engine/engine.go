@@ -21,6 +21,10 @@ type Engine struct {
 	bufs  bufPool
 
 	budgetUsed atomic.Int64
+	// room counts the events that may let a held datagram in (see
+	// reliable.go): budget or a control block freed, a receive posted,
+	// routes set.
+	room atomic.Uint64
 
 	peersMu sync.Mutex
 	peers   atomic.Pointer[map[ProcID]*peer]
@@ -190,6 +194,7 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 	}
 	p.routes.Store(&rs)
 	p.reliable.Store(reliableRoutes(rs, direct))
+	e.resumeHeld() // datagrams from the peer may have come first
 	return nil
 }
 
@@ -276,11 +281,11 @@ func (e *Engine) reserve(n int64) bool {
 }
 
 func (e *Engine) release(n int64) {
+	e.resumeHeld() // a control block or budget came free
 	if n == 0 {
 		return
 	}
 	e.budgetUsed.Add(-n)
-	e.resumeHeld()
 	if e.localWaiting.Load() > 0 {
 		e.drainLocal()
 	}

@@ -77,9 +77,11 @@ type peer struct {
 	tx txStream
 
 	// reliable: the peer is sent to on the reliable path (reliable.go);
-	// sendMu is held by the one thread transmitting to it there.
+	// sendMu is held by the one thread transmitting to it there; lost
+	// counts the fabric's reports of the peer gone.
 	reliable atomic.Bool
 	sendMu   sync.Mutex
+	lost     atomic.Uint32 // times the fabric reported the peer gone
 
 	rxmu     sync.Mutex
 	rx       rxStream

@@ -288,6 +288,7 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 // The caller holds the token and drive.
 func (d *dispatcher) handleBatch(msgs [][]byte) {
 	now := nanotime()
+	d.room = d.e.room.Load()
 	for i := 0; i < len(msgs); i++ {
 		if d.handle(msgs[i], now); d.held {
 			for k := d.hold(i); k > 0; k-- {
@@ -298,6 +299,9 @@ func (d *dispatcher) handleBatch(msgs [][]byte) {
 		msgs[i] = nil
 	}
 	d.flush()
+	if d.holder != nil {
+		d.holder.Handled() // senders waiting on the reliable path see it taken
+	}
 }
 
 // reclaim waits, as the dispatcher, until the token is the dispatcher's:

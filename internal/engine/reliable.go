@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"context"
+	"runtime"
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
@@ -26,7 +26,9 @@ import (
 // fabric waits while the destination's queue is full, so a slow receiver
 // slows the sender. The message completes when the fabric has taken its
 // last fragment: the data may then be reused, and the destination will
-// receive it unless it dies. One thread at a time transmits to a peer
+// receive it unless it dies. A blocking Send (Endpoint.Send) returns once
+// the destination has also handled it (fabric.Flusher): the message is
+// then accepted, as a datagram-path Send is once acknowledged. One thread at a time transmits to a peer
 // (peer.sendMu); a thread that finds another transmitting leaves its
 // message queued, and the one transmitting sends it after its own, so
 // messages leave in the order they were posted. A message whose
@@ -51,7 +53,7 @@ import (
 //
 // Closing. Close waits (at most the unreachable timeout, no more than two
 // seconds) until the destinations have handled what was sent to them
-// (fabric.Flusher), so that a process that sends its last message and
+// (fabric.Flusher), so that a process that posts its last message and
 // leaves is not found gone before the message is read.
 
 // reliableCaps are the capabilities a port needs for the reliable path.
@@ -141,11 +143,17 @@ func (p *peer) transmitQueuedLocked() bool {
 		r.fragSize = fragSizeFor(uint64(len(r.data)), r.rt.maxDg-wire.HeaderSize)
 		r.nfrag = uint32(wire.FragCount(uint64(len(r.data)), r.fragSize))
 		p.mu.Unlock()
+		lost := p.lost.Load()
 		err := p.transmitMessage(b, r)
-		if err == nil {
-			p.mu.Lock()
-			err = t.failed // the peer was lost while the message left
-			p.mu.Unlock()
+		if err == nil && r.ackNow {
+			err = p.awaitTaken(r)
+		}
+		if err == nil && p.lost.Load() != lost {
+			// The fabric found the destination gone while the message
+			// left: some of it may have been dropped. (A peer removed
+			// for another reason after the fabric took the message has
+			// it: that is success.)
+			err = &PeerDownError{Proc: p.proc, Reason: "its port went away during the send"}
 		}
 		if r.complete(err) && err == nil {
 			r.rt.disp.c.msgsSent.Add(1)
@@ -199,6 +207,59 @@ func (p *peer) transmitMessage(b *batch, r *Request) error {
 	return nil
 }
 
+// awaitTaken waits until the destination has handled what was sent to it
+// on r's route, r included: a blocking Send returns once its message is
+// accepted (in the receive table or a posted receive), as on the datagram
+// path, so that a process that sends its last message and leaves is not
+// found gone before the message is received. The wait ends early, as a
+// success (the message is in the destination's memory), when r is
+// cancelled or the engine closes.
+func (p *peer) awaitTaken(r *Request) error {
+	f, ok := r.rt.disp.fab.(fabric.Flusher)
+	if !ok {
+		return nil
+	}
+	start := nanotime()
+	for i := 0; ; i++ {
+		taken, err := f.Taken(r.rt.ep)
+		if err != nil {
+			return &PeerDownError{Proc: p.proc, Reason: err.Error()}
+		}
+		if taken || p.e.closed.Load() {
+			return nil
+		}
+		if i%64 == 63 {
+			p.mu.Lock()
+			canceled := r.canceled
+			p.mu.Unlock()
+			if canceled {
+				return nil
+			}
+		}
+		r.rt.disp.helpDrive()
+		if nanotime()-start < int64(driveSpin) {
+			runtime.Gosched()
+		} else {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+}
+
+// helpDrive handles what waits in the port if nobody drives it, so that
+// a thread waiting for its destination to take a message also takes what
+// the destination sends meanwhile (two processes sending to each other at
+// once would otherwise wait for their dispatchers).
+func (d *dispatcher) helpDrive() {
+	pr := &d.prog
+	if pr.state.Load() != tokFree || !pr.drive.TryLock() {
+		return
+	}
+	if k, err := d.fab.Poll(pr.msgs); k > 0 && err == nil {
+		d.handleBatch(pr.msgs[:k])
+	}
+	pr.drive.Unlock()
+}
+
 // peerLost fails the peers that port d reached at ep, which its fabric
 // found gone: their sends, and the receives waiting on them.
 func (e *Engine) peerLost(d *dispatcher, ep fabric.Endpoint) {
@@ -211,6 +272,7 @@ func (e *Engine) peerLost(d *dispatcher, ep fabric.Endpoint) {
 		for _, rt := range *rs {
 			if rt.disp == d && rt.ep.String() == s {
 				err := &PeerDownError{Proc: p.proc, Reason: "its " + d.fab.Kind() + " port is gone"}
+				p.lost.Add(1)
 				p.fail(err)
 				e.failPostedNamed(p.proc, err)
 				break
@@ -273,19 +335,39 @@ func (d *dispatcher) placeReliableLocked(p *peer, m *mcb, h *wire.Header, body [
 	}
 }
 
+// holdUnknown decides about a reliable-path datagram from a process this
+// one does not know yet: a new member whose first message outran its
+// announcement. Nothing would send it again, so it waits in the fabric
+// (d.held) until routes change; one from a process removed is dropped.
+func (d *dispatcher) holdUnknown(h *wire.Header) bool {
+	if d.holder == nil || d.e.downErr(ProcID(h.SrcProc)) != nil {
+		return false
+	}
+	d.held = true
+	return true
+}
+
 // hold gives datagram i of the batch being handled back to the fabric and
 // returns how many datagrams after it went back with it.
 func (d *dispatcher) hold(i int) int {
 	d.held = false
-	d.holding.Store(true)
 	d.c.holds.Add(1)
-	return d.holder.Hold(i)
+	n := d.holder.Hold(i)
+	d.holding.Store(true)
+	if d.e.room.Load() != d.room {
+		// Room may have come since the batch began, before resumeHeld
+		// could see this hold: look again at once.
+		d.holding.Store(false)
+		d.holder.Resume()
+	}
+	return n
 }
 
 // resumeHeld lets the fabrics deliver again the datagrams held for want of
 // room, once room may have been made (budget released, control block
 // freed, receive posted).
 func (e *Engine) resumeHeld() {
+	e.room.Add(1)
 	ps := e.portList.Load()
 	if ps == nil {
 		return
@@ -297,18 +379,24 @@ func (e *Engine) resumeHeld() {
 	}
 }
 
-// flushReliable waits a while for the destinations to handle what was
-// sent to them on reliable fabrics (see Close).
+// flushReliable waits a while for the destinations on the reliable path
+// to take what was sent to them (see Close).
 func (e *Engine) flushReliable() {
-	ctx, cancel := context.WithTimeout(context.Background(), min(e.cfg.UnreachableTimeout, 2*time.Second))
-	defer cancel()
-	ps := e.portList.Load()
-	if ps == nil {
-		return
-	}
-	for _, d := range *ps {
-		if f, ok := d.fab.(fabric.Flusher); ok {
-			f.Flush(ctx)
+	deadline := nanotime() + int64(min(e.cfg.UnreachableTimeout, 2*time.Second))
+	for _, p := range *e.peers.Load() {
+		rt := p.ctrl()
+		if rt == nil || !p.reliable.Load() {
+			continue
+		}
+		f, ok := rt.disp.fab.(fabric.Flusher)
+		if !ok {
+			continue
+		}
+		for nanotime() < deadline {
+			if taken, err := f.Taken(rt.ep); taken || err != nil {
+				break
+			}
+			time.Sleep(50 * time.Microsecond)
 		}
 	}
 }

@@ -171,3 +171,37 @@ func TestReliableFlagOnlyOnReliablePorts(t *testing.T) {
 		t.Fatal("an unchecked datagram was delivered")
 	}
 }
+
+// TestReliableFirstMessageOutrunsRoutes: a message from a process the
+// receiver does not know yet (its announcement is late) waits in the
+// fabric and is received once the route is set: nothing would send it
+// again.
+func TestReliableFirstMessageOutrunsRoutes(t *testing.T) {
+	e0, e1, a, _ := shmPair(t, Config{})
+	e1.RemovePeer(0, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	e1.peersMu.Lock()
+	delete(e1.down, 0) // not removed: not known yet
+	e1.peersMu.Unlock()
+	s := e0.newSend(0, 1, 0, 3, []byte("first"))
+	e0.post(s)
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for e1.Stats()[0].Holds == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if err := e1.SetPeer(0, 0, a.LocalEndpoint().String()); err != nil {
+		t.Fatal(err)
+	}
+	r := e1.newRecv(0, 0, 0, 3, nil)
+	e1.post(r)
+	if err := r.Wait(ctx); err != nil || string(r.Data()) != "first" {
+		t.Fatalf("first message: %q %v", r.Data(), err)
+	}
+	if st := e1.Stats()[0]; st.DroppedTotal != 0 || st.Holds == 0 {
+		t.Fatalf("%d held, %d dropped %v", st.Holds, st.DroppedTotal, st.Drops)
+	}
+}
