@@ -38,13 +38,14 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	var ports []directory.PortInfo
 	for i, l := range ls {
 		p, err := openPort(l)
+		if err != nil && l.Optional {
+			continue
+		}
 		if err != nil {
 			closeAll()
 			return nil, err
 		}
-		if l.Network == "" {
-			l.Network = "default"
-		}
+		l.Network = networkOf(l, p)
 		l.Port, l.Fabric = p, p.Kind()
 		opened = append(opened, l)
 		ports = append(ports, portInfo(p, l.Network, cfg.Costs, i))

@@ -31,7 +31,9 @@ type JoinConfig struct {
 	// HeartbeatTimeout of a directory served by this process.
 	HeartbeatTimeout time.Duration
 	// Listen are the node's ports. Default: one UDP port on the local
-	// address that routes to Coord.
+	// address that routes to Coord and, where shared memory can be
+	// opened, an shm port, through which the processes of one host reach
+	// each other (routing prefers it by cost).
 	Listen []Listen
 	// Costs, if set, are announced with the ports for the route costs:
 	// Costs[i] is the latency and bandwidth (bytes per second) of the link
@@ -54,7 +56,8 @@ type JoinConfig struct {
 }
 
 // listens returns the ports to open, by default one UDP port on the local
-// address that routes to Coord, after checking Costs against them.
+// address that routes to Coord and an optional shm port, after checking
+// Costs against them.
 func (cfg *JoinConfig) listens() ([]Listen, error) {
 	ls := cfg.Listen
 	if len(ls) == 0 {
@@ -62,7 +65,7 @@ func (cfg *JoinConfig) listens() ([]Listen, error) {
 		if err != nil {
 			return nil, err
 		}
-		ls = []Listen{{Fabric: "udp", Addr: net.JoinHostPort(ip, "0")}}
+		ls = []Listen{{Fabric: "udp", Addr: net.JoinHostPort(ip, "0")}, {Fabric: "shm", Optional: true}}
 	}
 	if len(cfg.Costs) > len(ls) {
 		return nil, fmt.Errorf("pcor: %d costs for %d ports", len(cfg.Costs), len(ls))

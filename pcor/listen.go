@@ -12,18 +12,23 @@ import (
 	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/fabric"
 	"github.com/pcor-go/pcor/fabric/rdma"
+	"github.com/pcor-go/pcor/fabric/shm"
 	"github.com/pcor-go/pcor/fabric/udp"
 	"github.com/pcor-go/pcor/routing"
 )
 
 // Listen describes one port of a node.
 type Listen struct {
-	// Fabric is the fabric kind: "udp" (default) or any registered with
+	// Fabric is the fabric kind: "udp" (default), "shm" (shared memory
+	// between the processes of one host), "rdma", or any registered with
 	// RegisterFabric.
 	Fabric string
-	// Addr is the local address, e.g. "127.0.0.1:0" (0: any free port).
+	// Addr is the local address, e.g. "127.0.0.1:0" (0: any free port);
+	// for shm, the port's name ("": one unique to the process).
 	Addr string
 	// Network names the network the port is attached to (for routing).
+	// Default: the one the port names itself (fabric.Networked: for shm,
+	// the host's shared-memory domain), else "default".
 	Network string
 	// Mode is the dispatcher mode of the port.
 	Mode Mode
@@ -46,8 +51,21 @@ var (
 	openers   = map[string]Opener{
 		"udp":  func(addr string) (fabric.Port, error) { return udp.Listen(addr, udp.Config{}) },
 		"rdma": rdma.ListenAddr,
+		"shm":  func(addr string) (fabric.Port, error) { return shm.Listen(addr, shm.Config{}) },
 	}
 )
+
+// networkOf is the network of port p opened for l: l.Network if given,
+// else the one the port names, else "default".
+func networkOf(l Listen, p fabric.Port) string {
+	if l.Network != "" {
+		return l.Network
+	}
+	if nw, ok := p.(fabric.Networked); ok {
+		return nw.Network()
+	}
+	return "default"
+}
 
 // RegisterFabric makes a fabric kind available to Listen.Fabric.
 func RegisterFabric(kind string, open Opener) {

@@ -68,9 +68,7 @@ func NewNode(cfg Config) (*Node, error) {
 		l.Port = p
 		l.Fabric = p.Kind()
 		l.Addr = p.LocalEndpoint().String()
-		if l.Network == "" {
-			l.Network = "default"
-		}
+		l.Network = networkOf(l, p)
 		n.listens = append(n.listens, l)
 	}
 	if len(n.listens) == 0 {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pcor-go/pcor/fabric/shm"
 	"github.com/pcor-go/pcor/pcor"
 )
 
@@ -22,6 +23,24 @@ const jobKey = 0x5eed_cafe
 func TestMain(m *testing.M) {
 	if role := os.Getenv("PCOR_TEST_ROLE"); role != "" {
 		os.Exit(runRole(role))
+	}
+	// Shared-memory segments, of this process and of the peers it starts
+	// (which inherit the variable), go to a directory of their own, so
+	// that peers the tests kill leave nothing behind.
+	if os.Getenv("PCOR_SHM_DIR") == "" {
+		base := shm.DefaultDir
+		if _, err := os.Stat(base); err != nil {
+			base = ""
+		}
+		dir, err := os.MkdirTemp(base, "pcor-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Setenv("PCOR_SHM_DIR", dir)
+		code := m.Run()
+		os.RemoveAll(dir)
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }

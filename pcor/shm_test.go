@@ -11,14 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pcor-go/pcor/fabric"
-	"github.com/pcor-go/pcor/fabric/shm"
 	"github.com/pcor-go/pcor/pcor"
 )
-
-func init() {
-	pcor.RegisterFabric("shm", func(addr string) (fabric.Port, error) { return shm.Listen(addr, shm.Config{}) })
-}
 
 // shmEchoPeer is process 1 on a shared-memory port: it echoes every
 // message back until one with tag 0 arrives.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pcor-go/pcor/athread"
 	"github.com/pcor-go/pcor/directory"
+	"github.com/pcor-go/pcor/fabric/shm"
 	"github.com/pcor-go/pcor/hws"
 )
 
@@ -205,7 +206,9 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 			exits <- exit{rank, err}
 		}()
 	}
-	return supervise(opts, procs, exits, sigs, lost, logf)
+	code := supervise(opts, procs, exits, sigs, lost, logf)
+	shm.Reap("") // shared-memory segments of ranks that were killed
+	return code
 }
 
 // lossLog records when the directory lost each process other than by a
