@@ -53,7 +53,7 @@ var commands = map[string]struct {
 func newFlagSet(cmd string, o *options, stderr io.Writer) (*flag.FlagSet, *string, *string, *string) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.fabric, "fabric", "udp", "fabric of the pcor port: udp, or rdma where present")
+	fs.StringVar(&o.fabric, "fabric", "udp", "fabric of the pcor port: udp, shm (shared memory, --placement procs), or rdma where present")
 	fs.StringVar(&o.placement, "placement", placeProcs, "same (one process, one Node) | procs (two processes on this machine)")
 	mode := fs.String("mode", "blocking", "dispatcher mode(s): blocking, polling, or a list such as blocking,polling")
 	sz := fs.String("sizes", commands[cmd].sizes, "message sizes: list and ranges of powers of two, e.g. 1-16K or 1,64K,2M (at most 64M)")
@@ -109,9 +109,9 @@ func (o *options) finish(mode, sz, th string) error {
 		return fmt.Errorf("unknown placement %q (same or procs)", o.placement)
 	}
 	switch o.fabric {
-	case "udp", "rdma":
+	case "udp", "rdma", "shm":
 	default:
-		return fmt.Errorf("unknown fabric %q (udp or rdma)", o.fabric)
+		return fmt.Errorf("unknown fabric %q (udp, shm or rdma)", o.fabric)
 	}
 	switch {
 	case o.iters < 0 || o.warmup < 0:

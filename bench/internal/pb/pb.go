@@ -55,6 +55,9 @@ func NewNode(proc pcor.ProcID, fabric string, mode pcor.Mode, jobKey uint64, pee
 		fabric = "udp"
 	}
 	addr := "127.0.0.1:0"
+	if fabric == "shm" {
+		addr = "" // a port name unique to the process
+	}
 	return pcor.NewNode(pcor.Config{
 		Proc:   proc,
 		JobKey: jobKey,
