@@ -55,6 +55,8 @@ func runRole(role string) int {
 		return sourcePeer()
 	case "shm-echo":
 		return shmEchoPeer()
+	case "shm-raw-echo":
+		return shmRawEchoPeer()
 	case "rdma-echo":
 		return rdmaEchoPeer()
 	case "slowsink":

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/fabric/shm"
 	"github.com/pcor-go/pcor/pcor"
 )
 
@@ -108,10 +110,117 @@ func TestShmPeerKilledMidMessage(t *testing.T) {
 	}
 }
 
+// shmRawEchoPeer opens a bare shared-memory port (no pcor node) and sends
+// every datagram back to PCOR_TEST_PEER until an empty one arrives: the
+// fabric's own round trip, the floor under pcor's.
+func shmRawEchoPeer() int {
+	p, err := shm.Listen("", shm.Config{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer p.Close()
+	to, err := p.ParseEndpoint(os.Getenv("PCOR_TEST_PEER"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("ADDR %s\n", p.LocalEndpoint())
+	msgs := make([][]byte, p.BatchSize())
+	dgs := make([]fabric.Datagram, p.BatchSize())
+	for {
+		n, err := p.Receive(msgs)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		for i, m := range msgs[:n] {
+			if len(m) == 0 {
+				return 0
+			}
+			dgs[i] = fabric.Datagram{Body: m, To: to}
+		}
+		if _, err := p.Send(dgs[:n]); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
+}
+
+// rawShm is the near side of the bare-fabric round trip.
+type rawShm struct {
+	p    *shm.Port
+	to   fabric.Endpoint
+	msgs [][]byte
+	dgs  []fabric.Datagram
+}
+
+func startRawShm(b *testing.B) *rawShm {
+	p, err := shm.Listen("", shm.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { p.Close() })
+	_, out := spawn(b, nil, "shm-raw-echo", "PCOR_TEST_PEER="+p.LocalEndpoint().String())
+	line, err := out.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "ADDR ") {
+		b.Fatalf("raw shm peer did not start: %q %v", line, err)
+	}
+	to, err := p.ParseEndpoint(strings.TrimSpace(line[5:]))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &rawShm{p: p, to: to, msgs: make([][]byte, p.BatchSize())}
+}
+
+// roundTrip sends data in datagrams of at most 64 KiB and waits for all of
+// them to come back, polling for 50 µs and then sleeping, as a pcor thread
+// waiting for its message does.
+func (r *rawShm) roundTrip(b *testing.B, data []byte) {
+	const frag = 65000
+	r.dgs = r.dgs[:0]
+	for off := 0; off < len(data) || off == 0; off += frag {
+		r.dgs = append(r.dgs, fabric.Datagram{Body: data[off:min(off+frag, len(data))], To: r.to})
+		if len(data) == 0 {
+			break
+		}
+	}
+	// Send in groups, taking echoes in between, so that neither ring
+	// fills while both sides send.
+	got := 0
+	for i := 0; i < len(r.dgs); i += 8 {
+		if _, err := r.p.Send(r.dgs[i:min(i+8, len(r.dgs))]); err != nil {
+			b.Fatal(err)
+		}
+		n, err := r.p.Poll(r.msgs)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got += n
+	}
+	spinUntil := time.Now().Add(50 * time.Microsecond)
+	for got < len(r.dgs) {
+		var n int
+		var err error
+		if time.Now().Before(spinUntil) {
+			n, err = r.p.Poll(r.msgs)
+		} else {
+			n, err = r.p.Receive(r.msgs)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		got += n
+	}
+}
+
 // BenchmarkShmVersusUDP compares pcor over shared memory with pcor over UDP
-// on loopback between two processes, sampling the two in turn so that the
-// machine's load weighs on both alike: a 1-byte round trip and a 2 MiB
-// round trip, reported as medians and as the shm/udp ratio.
+// on loopback and with the bare shared-memory fabric, between two
+// processes, sampling the three in turn so that the machine's load weighs
+// on all alike: a 1-byte round trip and a 2 MiB round trip, reported as
+// medians, their spread ((max-min)/median) and the ratios of medians; at
+// 2 MiB also the one-way rate of pcor over shm against a memmove of the
+// same size, sampled in turn too.
 func BenchmarkShmVersusUDP(b *testing.B) {
 	udpNode, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey})
 	if err != nil {
@@ -128,6 +237,7 @@ func BenchmarkShmVersusUDP(b *testing.B) {
 		b.Fatal(err)
 	}
 	_, shmThread, _ := shmNode(b, pcor.Config{})
+	raw := startRawShm(b)
 	udpThread := udpNode.NewThread()
 	ctx := context.Background()
 	peer := pcor.Addr{Proc: 1, Thread: 0}
@@ -144,28 +254,62 @@ func BenchmarkShmVersusUDP(b *testing.B) {
 		}
 		return time.Since(start) / time.Duration(n)
 	}
+	rawTrips := func(data []byte, n int) time.Duration {
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			raw.roundTrip(b, data)
+		}
+		return time.Since(start) / time.Duration(n)
+	}
 	for _, size := range []int{1, 2 << 20} {
 		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
 			data := randomBytes(size, 1)
+			dst := make([]byte, size)
 			n := 200
 			if size > 1<<16 {
 				n = 10
 			}
 			roundTrips(udpThread, data, n/10+1) // warm up
 			roundTrips(shmThread, data, n/10+1)
-			var u, s []float64
+			rawTrips(data, n/10+1)
+			var u, s, r, mv []float64
 			for i := 0; i < b.N; i++ {
 				u = append(u, float64(roundTrips(udpThread, data, n)))
 				s = append(s, float64(roundTrips(shmThread, data, n)))
+				r = append(r, float64(rawTrips(data, n)))
+				start := time.Now()
+				for k := 0; k < n; k++ {
+					copy(dst, data)
+				}
+				mv = append(mv, float64(time.Since(start))/float64(n))
 			}
-			slices.Sort(u)
-			slices.Sort(s)
-			mu, ms := u[len(u)/2], s[len(s)/2]
+			mu, su := medianSpread(u)
+			ms, ss := medianSpread(s)
+			mr, sr := medianSpread(r)
 			b.ReportMetric(mu/1e3, "udp-µs/rt")
+			b.ReportMetric(su, "udp-spread")
 			b.ReportMetric(ms/1e3, "shm-µs/rt")
+			b.ReportMetric(ss, "shm-spread")
+			b.ReportMetric(mr/1e3, "raw-µs/rt")
+			b.ReportMetric(sr, "raw-spread")
 			b.ReportMetric(ms/mu, "shm/udp")
+			b.ReportMetric(ms/mr, "shm/raw")
+			if size > 1<<16 {
+				mm, _ := medianSpread(mv)
+				// One way: half a round trip carries size bytes.
+				b.ReportMetric(float64(size)/(ms/2)*1e3, "shm-MB/s")
+				b.ReportMetric(float64(size)/mm*1e3, "memmove-MB/s")
+				b.ReportMetric((mm)/(ms/2), "shm/memmove")
+			}
 			b.ReportMetric(0, "ns/op")
 		})
 	}
 	udpThread.Send(ctx, peer, 0, nil)
+}
+
+// medianSpread returns the median of xs and their spread, (max-min)/median.
+func medianSpread(xs []float64) (med, spread float64) {
+	slices.Sort(xs)
+	med = xs[len(xs)/2]
+	return med, (xs[len(xs)-1] - xs[0]) / med
 }
