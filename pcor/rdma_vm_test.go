@@ -109,10 +109,10 @@ func rdmaNode(t *testing.T) (*pcor.Node, *exec.Cmd) {
 	return n, cmd
 }
 
-// TestRDMASenderKilledMidRead kills the sender of a 16 MiB message while
+// TestOverRDMASenderKilled kills the sender of a 16 MiB message while
 // this process reads it by rendezvous: the receive fails within seconds
 // and the node closes.
-func TestRDMASenderKilledMidRead(t *testing.T) {
+func TestOverRDMASenderKilled(t *testing.T) {
 	n, cmd := rdmaNode(t)
 	th := n.Thread(0)
 	dst := pcor.Addr{Proc: 1, Thread: 0}
@@ -151,11 +151,11 @@ func TestRDMASenderKilledMidRead(t *testing.T) {
 	closeWithin(t, n, 10*time.Second)
 }
 
-// TestRDMAReceiverKilledMidRead kills the receiver of a 16 MiB message
+// TestOverRDMAReceiverKilled kills the receiver of a 16 MiB message
 // while it reads the message from this process by rendezvous: the Send,
 // which waits for the receiver's word, fails within seconds (the port
 // reports the peer lost) and the node closes.
-func TestRDMAReceiverKilledMidRead(t *testing.T) {
+func TestOverRDMAReceiverKilled(t *testing.T) {
 	n, cmd := rdmaNode(t)
 	th := n.Thread(0)
 	dst := pcor.Addr{Proc: 1, Thread: 0}
