@@ -95,6 +95,9 @@ type peer struct {
 	// silent is the error the peer was given up with for silence in the
 	// middle of a message, until it restarts; receives naming it fail.
 	silent atomic.Pointer[UnreachableError]
+	// lostErr is the error the peer was failed with when its fabric
+	// reported it gone (peerLost); receives naming it fail with it too.
+	lostErr atomic.Pointer[PeerDownError]
 }
 
 func newPeer(e *Engine, proc ProcID) *peer {

@@ -20,6 +20,8 @@ func (e *Engine) irecv(r *Request) {
 			err = e.downErr(r.srcProc)
 		} else if u := p.silent.Load(); u != nil {
 			err = u
+		} else if l := p.lostErr.Load(); l != nil {
+			err = l
 		}
 		if err != nil {
 			e.table.unpost(s, r)

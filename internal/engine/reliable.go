@@ -273,6 +273,7 @@ func (e *Engine) peerLost(d *dispatcher, ep fabric.Endpoint) {
 			if rt.disp == d && rt.ep.String() == s {
 				err := &PeerDownError{Proc: p.proc, Reason: "its " + d.fab.Kind() + " port is gone"}
 				p.lost.Add(1)
+				p.lostErr.Store(err)
 				p.fail(err)
 				e.failPostedNamed(p.proc, err)
 				break
