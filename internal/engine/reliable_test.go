@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/fabric/mem"
 	"github.com/pcor-go/pcor/fabric/shm"
 	"github.com/pcor-go/pcor/internal/wire"
 )
@@ -163,15 +165,25 @@ func TestReliablePeerLost(t *testing.T) {
 // (its body not summed) arriving on a port not on the reliable path is
 // dropped as unchecked.
 func TestReliableFlagOnlyOnReliablePorts(t *testing.T) {
-	e0, e1 := memPair(t, Config{})
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	forger, _ := n.Listen("forger")
+	t.Cleanup(func() { forger.Close() })
+	e0, e1 := pair(t, a, b, Config{})
 	h := wire.Header{Kind: wire.Data, Flags: wire.FlagReliable, JobKey: 0xfeed, SrcProc: 0, DstProc: 1,
 		SrcInc: e0.inc, FragSize: 100, Total: 1}
 	pkt := make([]byte, wire.HeaderSize+1)
 	h.Encode(pkt[:wire.HeaderSize], pkt[wire.HeaderSize:])
-	d := e1.dispatcherAt(0)
-	d.prog.drive.Lock()
-	d.handleBatch([][]byte{pkt})
-	d.prog.drive.Unlock()
+	// Sent through the network, so that e1's dispatcher handles it as it
+	// handles any datagram.
+	if _, err := forger.Send([]fabric.Datagram{{Head: pkt, To: b.LocalEndpoint()}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for e1.Stats()[0].Drops["checksum"] == 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
 	if got := e1.Stats()[0].Drops["checksum"]; got != 1 {
 		t.Fatalf("checksum drops %d, want 1", got)
 	}
