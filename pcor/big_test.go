@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -87,12 +86,8 @@ func TestGiBMessageUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	cmd, out := spawn(t, nil, "bigsink", "PCOR_TEST_PEER="+n.Endpoints()[0].Addr, "PCOR_TEST_SIZE="+strconv.Itoa(size))
-	line, err := out.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "ADDR ") {
-		t.Fatalf("peer did not start: %q %v", line, err)
-	}
-	if err := n.AddPeer(pcor.Peer{Proc: 1, Addr: strings.TrimSpace(strings.TrimPrefix(line, "ADDR "))}); err != nil {
+	cmd, out, addr := startPeer(t, "bigsink", n, "PCOR_TEST_SIZE="+strconv.Itoa(size))
+	if err := n.AddPeer(pcor.Peer{Proc: 1, Addr: addr}); err != nil {
 		t.Fatal(err)
 	}
 	data := n.Alloc(size)

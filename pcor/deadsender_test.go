@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -51,12 +50,8 @@ func deadSender(t *testing.T, posted bool) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cmd, out := spawn(t, nil, "halfsender", "PCOR_TEST_PEER="+c.Endpoints()[0].Addr, "PCOR_TEST_SIZE="+strconv.Itoa(size))
-	line, err := out.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "ADDR ") {
-		t.Fatalf("sender did not start: %q %v", line, err)
-	}
-	if err := c.AddPeer(pcor.Peer{Proc: 0, Addr: strings.TrimSpace(strings.TrimPrefix(line, "ADDR "))}); err != nil {
+	cmd, _, addr := startPeer(t, "halfsender", c, "PCOR_TEST_SIZE="+strconv.Itoa(size))
+	if err := c.AddPeer(pcor.Peer{Proc: 0, Addr: addr}); err != nil {
 		t.Fatal(err)
 	}
 	th := c.NewThread()

@@ -74,12 +74,8 @@ func TestIdleNodeCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	cmd, out := spawn(t, nil, "idle", "PCOR_TEST_PEER="+n.Endpoints()[0].Addr)
-	line, err := out.ReadString('\n')
-	if err != nil || !strings.HasPrefix(line, "ADDR ") {
-		t.Fatalf("peer did not start: %q %v", line, err)
-	}
-	if err := n.AddPeer(pcor.Peer{Proc: 1, Addr: strings.TrimSpace(strings.TrimPrefix(line, "ADDR "))}); err != nil {
+	cmd, out, addr := startPeer(t, "idle", n)
+	if err := n.AddPeer(pcor.Peer{Proc: 1, Addr: addr}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -92,7 +88,7 @@ func TestIdleNodeCPU(t *testing.T) {
 	if _, err := th.Recv(ctx, peer, 1); err != nil {
 		t.Fatal(err)
 	}
-	line, err = out.ReadString('\n')
+	line, err := out.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "CPU ") {
 		t.Fatalf("peer: %q %v", line, err)
 	}

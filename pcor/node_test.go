@@ -85,7 +85,7 @@ func TestDeadProcessUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	cmd, addr := startPeer(t, "echo", n)
+	cmd, _, addr := startPeer(t, "echo", n)
 	n.AddPeer(pcor.Peer{Proc: 1, Addr: addr})
 	th := n.NewThread()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

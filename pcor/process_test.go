@@ -48,17 +48,17 @@ func TestMain(m *testing.M) {
 func runRole(role string) int {
 	switch role {
 	case "echo":
-		return echoPeer()
+		return echoPeer("")
 	case "sink":
 		return sinkPeer()
 	case "source":
 		return sourcePeer()
 	case "shm-echo":
-		return shmEchoPeer()
+		return echoPeer("shm")
 	case "shm-raw-echo":
 		return shmRawEchoPeer()
 	case "rdma-echo":
-		return rdmaEchoPeer()
+		return echoPeer("rdma")
 	case "slowsink":
 		return slowSinkPeer()
 	case "idle":
@@ -74,11 +74,16 @@ func runRole(role string) int {
 	return 2
 }
 
-// echoPeer is process 1: it sends every message it receives back to its
-// sender, until a message with tag 0 arrives.
-func echoPeer() int {
-	n, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: jobKey,
-		Peers: []pcor.Peer{{Proc: 0, Addr: os.Getenv("PCOR_TEST_PEER")}}})
+// echoPeer is process 1 on a port of fabric fab (the default port when
+// empty): it sends every message it receives back to its sender, until a
+// message with tag 0 arrives.
+func echoPeer(fab string) int {
+	cfg := pcor.Config{Proc: 1, JobKey: jobKey,
+		Peers: []pcor.Peer{{Proc: 0, Fabric: fab, Addr: os.Getenv("PCOR_TEST_PEER")}}}
+	if fab != "" {
+		cfg.Listen = []pcor.Listen{{Fabric: fab}}
+	}
+	n, err := pcor.NewNode(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -129,16 +134,17 @@ func spawn(t testing.TB, prefix []string, role string, env ...string) (*exec.Cmd
 	return cmd, bufio.NewReader(out)
 }
 
-// startPeer starts the test binary as process 1 in role and returns its
-// address once it is listening.
-func startPeer(t *testing.T, role string, self *pcor.Node) (*exec.Cmd, string) {
+// startPeer starts the test binary in role, told self's address and env,
+// and returns it once it is listening: the process, the rest of its
+// standard output and its address.
+func startPeer(t *testing.T, role string, self *pcor.Node, env ...string) (*exec.Cmd, *bufio.Reader, string) {
 	t.Helper()
-	cmd, out := spawn(t, nil, role, "PCOR_TEST_PEER="+self.Endpoints()[0].Addr)
+	cmd, out := spawn(t, nil, role, append([]string{"PCOR_TEST_PEER=" + self.Endpoints()[0].Addr}, env...)...)
 	line, err := out.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "ADDR ") {
 		t.Fatalf("peer did not start: %q %v", line, err)
 	}
-	return cmd, strings.TrimSpace(strings.TrimPrefix(line, "ADDR "))
+	return cmd, out, strings.TrimSpace(strings.TrimPrefix(line, "ADDR "))
 }
 
 func randomBytes(n int, seed uint64) []byte {
@@ -162,7 +168,7 @@ func TestTwoProcessesUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	cmd, addr := startPeer(t, "echo", n)
+	cmd, _, addr := startPeer(t, "echo", n)
 	if err := n.AddPeer(pcor.Peer{Proc: 1, Addr: addr}); err != nil {
 		t.Fatal(err)
 	}

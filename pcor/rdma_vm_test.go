@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"os/exec"
 	"syscall"
 	"testing"
@@ -14,21 +12,6 @@ import (
 	"github.com/pcor-go/pcor/fabric/rdma"
 	"github.com/pcor-go/pcor/pcor"
 )
-
-// rdmaEchoPeer is process 1 of TestOverRDMA: a node on an RDMA port that
-// sends every message back until one with tag 0 arrives.
-func rdmaEchoPeer() int {
-	n, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: jobKey,
-		Listen: []pcor.Listen{{Fabric: "rdma"}},
-		Peers:  []pcor.Peer{{Proc: 0, Fabric: "rdma", Addr: os.Getenv("PCOR_TEST_PEER")}}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer n.Close()
-	fmt.Printf("ADDR %s\n", n.Endpoints()[0].Addr)
-	return echo(n.Thread(0))
-}
 
 // TestOverRDMA sends messages of 0 B to 64 MiB between two processes
 // through pcor nodes on RDMA ports and checks the echoes byte for byte.
@@ -47,7 +30,7 @@ func TestOverRDMA(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	cmd, addr := startPeer(t, "rdma-echo", n)
+	cmd, _, addr := startPeer(t, "rdma-echo", n)
 	if err := n.AddPeer(pcor.Peer{Proc: 1, Fabric: "rdma", Addr: addr}); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +85,7 @@ func rdmaNode(t *testing.T) (*pcor.Node, *exec.Cmd) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	cmd, addr := startPeer(t, "rdma-echo", n)
+	cmd, _, addr := startPeer(t, "rdma-echo", n)
 	if err := n.AddPeer(pcor.Peer{Proc: 1, Fabric: "rdma", Addr: addr}); err != nil {
 		t.Fatal(err)
 	}

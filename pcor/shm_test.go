@@ -16,21 +16,6 @@ import (
 	"github.com/pcor-go/pcor/pcor"
 )
 
-// shmEchoPeer is process 1 on a shared-memory port: it echoes every
-// message back until one with tag 0 arrives.
-func shmEchoPeer() int {
-	n, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: jobKey,
-		Listen: []pcor.Listen{{Fabric: "shm"}},
-		Peers:  []pcor.Peer{{Proc: 0, Fabric: "shm", Addr: os.Getenv("PCOR_TEST_PEER")}}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer n.Close()
-	fmt.Printf("ADDR %s\n", n.Endpoints()[0].Addr)
-	return echo(n.Thread(0))
-}
-
 // shmNode opens process 0 on a shared-memory port and starts the echo
 // peer process beside it.
 func shmNode(t testing.TB, cfg pcor.Config) (*pcor.Node, *pcor.Thread, func() error) {
