@@ -187,6 +187,12 @@ func (p *peer) onWatch() {
 		p.rxmu.Unlock()
 		return
 	}
+	if p.rx.heldBack {
+		// Its data waits in the fabric for room on this side: the peer
+		// is slowed down by this receiver, not silent (a peer gone is
+		// reported by the fabric).
+		p.lastHeard.Store(nanotime())
+	}
 	silence := time.Duration(nanotime() - p.lastHeard.Load())
 	if silence < e.cfg.UnreachableTimeout {
 		p.armWatchLocked(e.cfg.UnreachableTimeout - silence + time.Millisecond)

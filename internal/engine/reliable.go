@@ -295,6 +295,7 @@ func (d *dispatcher) onReliableData(p *peer, h *wire.Header, body []byte) {
 	rx := &p.rx
 	p.rxmu.Lock()
 	defer p.rxmu.Unlock()
+	defer func() { rx.heldBack = d.held }()
 	switch m := rx.inprog[h.MsgID]; {
 	case rx.silent:
 		d.c.drops[DropStale].Add(1)

@@ -21,6 +21,10 @@ type rxStream struct {
 	// silent: the peer was given up for silence in the middle of a
 	// message; its datagrams are dropped until it restarts.
 	silent bool
+	// heldBack: the last datagram from the peer on the reliable path was
+	// left in the fabric for want of room. The peer is then waiting on
+	// this side, not silent: the unreachable watch does not count it.
+	heldBack bool
 
 	ackPending bool
 	unacked    int  // fragments arrived since the last acknowledgement
