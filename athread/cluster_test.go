@@ -3,6 +3,7 @@ package athread
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -205,5 +206,77 @@ func TestPlaceOnUnknownProcess(t *testing.T) {
 	}
 	if _, err := Create(ctx, Local(func(ctx context.Context, n int) (int, error) { return n, nil }), 1, Attr{Place: OnProc, Proc: 1}).Join(ctx); err == nil {
 		t.Fatal("a local function was placed in another process")
+	}
+}
+
+// homePolicy offers every thread and lets no process ask for work; with
+// depthFirst it is a DepthFirstPolicy.
+type homePolicy struct{ depthFirst bool }
+
+func (p *homePolicy) Classify(t TaskInfo) Class                { return ClassGlobal }
+func (p *homePolicy) Allow(thief pcor.ProcID, t TaskInfo) bool { return true }
+func (p *homePolicy) Victim(q StealQuery) (pcor.ProcID, bool)  { return 0, false }
+func (p *homePolicy) Forward(q StealQuery) (pcor.ProcID, bool) { return 0, false }
+func (p *homePolicy) DepthFirst() bool                         { return p.depthFirst }
+
+// A VP waiting for a join takes the offered threads shallowest (here:
+// costliest) first, or, under a DepthFirstPolicy, newest first.
+func TestDepthFirstPolicy(t *testing.T) {
+	for _, depthFirst := range []bool{false, true} {
+		reg := NewRegistry()
+		var mu sync.Mutex
+		var order []int
+		mark := RegisterIn(reg, "mark", func(ctx context.Context, n int) (int, error) {
+			mu.Lock()
+			order = append(order, n)
+			mu.Unlock()
+			return n, nil
+		}, Fixed[int](), Fixed[int]())
+		wait := RegisterIn(reg, "wait", func(ctx context.Context, n int) (int, error) {
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+				mu.Lock()
+				got := len(order)
+				mu.Unlock()
+				if got == n {
+					return 0, nil
+				}
+				if time.Now().After(deadline) {
+					return 0, errors.New("the offered threads did not run")
+				}
+			}
+		}, Fixed[int](), Fixed[int]())
+		rts := pair(t, reg, func() Policy { return &homePolicy{depthFirst: depthFirst} })
+		ctx := rts[0].Context()
+		_, err := Go(ctx, func(ctx context.Context) (int, error) {
+			var hs []*Handle[int]
+			for i := range 3 {
+				hs = append(hs, Create(ctx, mark, i, Attr{Cost: int64(3 - i)}))
+			}
+			// A thread of its own goroutine that waits for the three:
+			// joining it, this VP runs them from the offer pool.
+			w := Create(ctx, wait, 3, Attr{Place: OnProc, Proc: 0})
+			if _, err := w.Join(ctx); err != nil {
+				return 0, err
+			}
+			for _, h := range hs {
+				if _, err := h.Join(ctx); err != nil {
+					return 0, err
+				}
+			}
+			return 0, nil
+		}).Join(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []int{0, 1, 2}
+		if depthFirst {
+			want = []int{2, 1, 0}
+		}
+		if !slices.Equal(order, want) {
+			t.Fatalf("depth first %v: the VP ran the offered threads in the order %v, want %v", depthFirst, order, want)
+		}
+		for _, rt := range rts {
+			rt.Close()
+		}
 	}
 }

@@ -87,6 +87,20 @@ type AsyncPolicy interface {
 	Async(q StealQuery, victim pcor.ProcID) bool
 }
 
+// DepthFirstPolicy is a Policy under which a process's own VPs, when they
+// have nothing else to run, take the thread offered last (depth first, as
+// the owner of a work-stealing deque does) rather than the shallowest: the
+// oldest offered threads, those with the most work under them, stay for
+// the other processes, as on an hws master's global stack. Without it a
+// process's VPs take the shallowest offered thread, as another process
+// would.
+type DepthFirstPolicy interface {
+	Policy
+	// DepthFirst reports whether the process's VPs take the thread
+	// offered last.
+	DepthFirst() bool
+}
+
 // Random is the default policy: every thread of a registered function not
 // deeper than MaxDepth is offered to other processes; any process may take
 // any offered thread; an idle process asks a process chosen at random

@@ -12,6 +12,7 @@ import (
 type pool struct {
 	mu    sync.Mutex
 	items poolHeap
+	seq   uint64 // offers so far (task.offered)
 	n     atomic.Int32
 }
 
@@ -40,6 +41,8 @@ func (h *poolHeap) Pop() any {
 
 func (p *pool) put(t *task) {
 	p.mu.Lock()
+	p.seq++
+	t.offered = p.seq
 	heap.Push(&p.items, t)
 	p.n.Store(int32(len(p.items)))
 	p.mu.Unlock()
@@ -54,6 +57,31 @@ func (p *pool) take() *task {
 	defer p.mu.Unlock()
 	for len(p.items) > 0 {
 		t := heap.Pop(&p.items).(*task)
+		if t.state.Load() == stateReady {
+			p.n.Store(int32(len(p.items)))
+			return t
+		}
+	}
+	p.n.Store(0)
+	return nil
+}
+
+// takeNewest removes the ready task offered last, for this process's VPs
+// (DepthFirstPolicy).
+func (p *pool) takeNewest() *task {
+	if p.n.Load() == 0 {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.items) > 0 {
+		newest := 0
+		for i, t := range p.items {
+			if t.offered > p.items[newest].offered {
+				newest = i
+			}
+		}
+		t := heap.Remove(&p.items, newest).(*task)
 		if t.state.Load() == stateReady {
 			p.n.Store(int32(len(p.items)))
 			return t

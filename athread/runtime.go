@@ -67,7 +67,8 @@ type Runtime struct {
 	inj   []*task
 	ninj  atomic.Int32
 
-	pool pool
+	pool       pool
+	depthFirst bool // the VPs take the newest offered task (DepthFirstPolicy)
 
 	idleMu sync.Mutex
 	idle   []*vp
@@ -106,6 +107,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		cfg.ServiceThread = DefaultServiceThread
 	}
 	rt := &Runtime{cfg: cfg, node: cfg.Node, epoch: time.Now()}
+	if dp, ok := cfg.Policy.(DepthFirstPolicy); ok {
+		rt.depthFirst = dp.DepthFirst()
+	}
 	rt.funcs = cfg.Registry.freeze()
 	rt.base, rt.cancel = context.WithCancel(context.Background())
 	if cfg.Trace || cfg.DAG {

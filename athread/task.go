@@ -59,6 +59,7 @@ type task struct {
 	key     uint64 // nonzero while the task is known to other processes
 	at      pcor.ProcID
 	inBytes []byte // packed input kept for a re-run
+	offered uint64 // order of the offer (pool)
 	started chan struct{}
 }
 

@@ -101,7 +101,8 @@ func (w *vp) loop() {
 
 // find returns a ready task: from the VP's own deque (newest first), the
 // tasks given to the process (threads created outside any VP, or arriving
-// from other processes), the tasks offered to other processes, and last by
+// from other processes), the tasks offered to other processes (the
+// shallowest, or under a DepthFirstPolicy the newest), and last by
 // stealing from another VP the task highest in the tree. Entries whose
 // task was already taken are skipped.
 func (w *vp) find() *task {
@@ -118,7 +119,11 @@ func (w *vp) find() *task {
 	if t := rt.takeInjected(); t != nil {
 		return t
 	}
-	if t := rt.pool.take(); t != nil {
+	if rt.depthFirst {
+		if t := rt.pool.takeNewest(); t != nil {
+			return t
+		}
+	} else if t := rt.pool.take(); t != nil {
 		return t
 	}
 	return w.steal()

@@ -8,9 +8,13 @@
 // and meanwhile asks inside the group, one request at a time; at most one
 // is outstanding. An hws master's requests to other masters are
 // synchronous: it asks the other members of its group k times (k of them),
-// then another master once, and so on.
+// then another master once, and so on. An hws master opens its newest
+// global thread first (Policy implements athread.DepthFirstPolicy), leaving
+// the oldest, the largest, for the other masters.
 //
-// Thread classes: under hws, threads created above the depth limit by a
+// Thread classes: under hws, the threads the program's main thread creates
+// (depth 1) stay in their process, as the seed's run starts with one master
+// executing the root; threads created above the depth limit by a
 // master are athread.ClassGlobal (handed only to other masters, or, at the
 // last global depth, to members of the master's group); the others, down
 // to MaxDepth or half of it below the limit, whichever is deeper, are
@@ -56,7 +60,10 @@ type Policy struct {
 	localBytes, wideBytes       atomic.Uint64
 }
 
-var _ athread.AsyncPolicy = (*Policy)(nil)
+var (
+	_ athread.AsyncPolicy      = (*Policy)(nil)
+	_ athread.DepthFirstPolicy = (*Policy)(nil)
+)
 
 // New returns the policy of process self with the given groups. maxDepth
 // is the deepest thread offered under random and crs, and under hws the
@@ -89,6 +96,12 @@ func (a *Policy) Classify(t athread.TaskInfo) athread.Class {
 	}
 	l := a.pol.Limit(g)
 	switch {
+	case t.Depth <= 1 && g.Len() > 1:
+		// The program's first threads start where it runs (the seed's
+		// run starts with one master executing the root depth first):
+		// handed to another group before their creator joins them, they
+		// would cross the slow link only for their work to cross back.
+		return athread.ClassLocal
 	case t.Depth > max(a.maxDepth, l+a.maxDepth/2):
 		return athread.ClassLocal
 	case a.pol.Place(g, uint32(a.self), t.Depth) == hws.Global:
@@ -178,6 +191,12 @@ func (a *Policy) count(s hws.Steal, ok bool) (pcor.ProcID, bool) {
 	}
 	return pcor.ProcID(s.Victim), true
 }
+
+// DepthFirst implements athread.DepthFirstPolicy: under hws a master
+// opens its newest global thread when it has nothing else to run (as
+// hws.Policy.Order says), so that the oldest, those with the most work under
+// them, stay on its global stack for the other masters.
+func (a *Policy) DepthFirst() bool { return a.pol.Kind == hws.HWS }
 
 // Async implements athread.AsyncPolicy: under crs a request to another
 // group is asynchronous.

@@ -25,7 +25,8 @@ func TestHWSDecisions(t *testing.T) {
 		depth int
 		want  athread.Class
 	}{
-		{master, 0, athread.ClassGlobal}, {master, 7, athread.ClassGlobal}, {master, 8, ClassGroup},
+		{master, 0, athread.ClassLocal}, {master, 1, athread.ClassLocal}, // the program's first threads stay
+		{master, 2, athread.ClassGlobal}, {master, 7, athread.ClassGlobal}, {master, 8, ClassGroup},
 		{master, 12, ClassGroup}, {master, 13, athread.ClassLocal},
 		{member, 3, ClassGroup}, {member, 9, ClassGroup}, {member, 20, athread.ClassLocal},
 	} {
