@@ -3,6 +3,7 @@ package directory
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -181,5 +182,35 @@ func TestClientDetectsSilentServer(t *testing.T) {
 	}
 	if !strings.Contains(c.Err().Error(), "silent") {
 		t.Fatalf("err %v", c.Err())
+	}
+}
+
+// TestResetCountsAsClosed: a connection reset by its peer (as a killed
+// process's is when data sat unread in its socket) is a closed
+// connection.
+func TestResetCountsAsClosed(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c.(*net.TCPConn).SetLinger(0) // close with a reset
+	c.Close()
+	s.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, err = s.Read(make([]byte, 1))
+	if !errors.Is(err, syscall.ECONNRESET) {
+		t.Fatalf("read after the peer's reset: %v", err)
+	}
+	if got := readFailure(err); got != ReasonClosed {
+		t.Fatalf("reason %q, want %q", got, ReasonClosed)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -136,7 +137,10 @@ func readFailure(err error) string {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return ReasonHeartbeat
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
+		errors.Is(err, syscall.ECONNRESET):
+		// A process killed with data unread in its socket resets the
+		// connection rather than closing it.
 		return ReasonClosed
 	case errors.Is(err, ErrProtocol), errors.Is(err, ErrFrameTooLarge):
 		return ReasonProtocol
