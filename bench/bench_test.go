@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -260,5 +261,34 @@ func TestRDMAFabric(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "fabric=rdma") {
 		t.Errorf("table:\n%s", out.String())
+	}
+}
+
+// --progress writes, for each pcor sample, what the progress counters of
+// both nodes did: in a round trip between processes each node receives
+// two datagrams a round trip (the data and the acknowledgement of its
+// own send), and the waiting threads receive some of them.
+func TestProgressCounters(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, errb bytes.Buffer
+	args := []string{"roundtrip", "--placement", "procs", "--sizes", "1", "--baselines=false", "--progress",
+		"--iters", "40", "--warmup", "0", "--reps", "2", "--timeout", "2m"}
+	if err := run(ctx, args, &out, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	re := regexp.MustCompile(`(?m)^# pcor/blocking 1: median [0-9.e+]+ us over 20 ops; near: frags-recv (\d+) .*thread-batches (\d+) .*; far: frags-recv (\d+) .*thread-batches (\d+) `)
+	ms := re.FindAllStringSubmatch(errb.String(), -1)
+	if len(ms) != 2 {
+		t.Fatalf("want a line of counters for each of 2 samples:\n%s", errb.String())
+	}
+	for _, m := range ms {
+		// The far node may count the last acknowledgement in the next
+		// sample, and a loaded machine may make a sender send again.
+		near, _ := strconv.Atoi(m[1])
+		far, _ := strconv.Atoi(m[3])
+		if near < 39 || near > 44 || far < 39 || far > 44 || m[2] == "0" || m[4] == "0" {
+			t.Errorf("counters of 20 round trips: %s", m[0])
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/pcor-go/pcor/bench/internal/pb"
 	"github.com/pcor-go/pcor/bench/internal/peer"
 	"github.com/pcor-go/pcor/bench/internal/raw"
 	"github.com/pcor-go/pcor/bench/internal/report"
@@ -445,7 +446,11 @@ func (r *runner) openPcorSampler(ctx context.Context, mode string) (sampler, err
 	if o.cmd == "roundtrip" {
 		kind = "pcor-echo"
 	}
+	var runOne func(ctx context.Context, s *pcorSide, size int) (sampled, error)
 	run := func(ctx context.Context, s *pcorSide, size int) (sampled, error) {
+		return r.withCounters(ctx, s, size, func() (sampled, error) { return runOne(ctx, s, size) })
+	}
+	runOne = func(ctx context.Context, s *pcorSide, size int) (sampled, error) {
 		if o.cmd == "roundtrip" {
 			return metered(ctx, farProcess(s.host), func() (sampled, error) {
 				xs, err := s.near.RoundTrip(ctx, size, o.warmup, o.repIters(size))
@@ -607,4 +612,40 @@ func (r *runner) idle(ctx context.Context, s *pcorSide, col *collector) error {
 		col.add(s.series(), 1, 0, sampled{xs: []float64{pct}}, nil)
 	}
 	return nil
+}
+
+// withCounters runs one pcor sample and, with --progress, writes its
+// median and what the progress counters of both nodes did meanwhile (the
+// far node's are those of the near node in the same-process placement).
+func (r *runner) withCounters(ctx context.Context, s *pcorSide, size int, fn func() (sampled, error)) (sampled, error) {
+	if !r.o.progress {
+		return fn()
+	}
+	far := farProcess(s.host)
+	read := func() (near, remote map[string]uint64) {
+		near = pb.Counters(s.node)
+		if far != nil {
+			remote, _ = far.Counters(ctx)
+		}
+		return near, remote
+	}
+	n0, f0 := read()
+	out, err := fn()
+	n1, f1 := read()
+	line := fmt.Sprintf("# %s %s: median %.4g %s over %d ops; near:%s", s.series(), sizes.Format(size),
+		median(out.xs), commands[r.o.cmd].unit, out.ops, counterDelta(n0, n1))
+	if far != nil {
+		line += "; far:" + counterDelta(f0, f1)
+	}
+	fmt.Fprintln(r.stderr, line)
+	return out, err
+}
+
+// counterDelta formats what each counter grew by.
+func counterDelta(a, b map[string]uint64) string {
+	var out string
+	for _, k := range pb.CounterNames {
+		out += fmt.Sprintf(" %s %d", k, b[k]-a[k])
+	}
+	return out
 }

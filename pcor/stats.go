@@ -31,6 +31,23 @@ type PortStats struct {
 	// straight into the buffer of a receive posted before they arrived
 	// (an Irecv ahead of the message), with no second copy.
 	MessagesInPlace uint64
+
+	// Caller-driven progress: a thread waiting in Send, Recv or Wait for
+	// a message through the port takes the port's progress token and
+	// receives itself (Leads; Steals, taken from the port's dispatcher
+	// goroutine); the token goes back to the dispatcher when other threads
+	// wait (Handbacks), when the driver's message is long in coming
+	// (GiveBacks), or after the port is left unattended a while
+	// (Reclaims). ThreadBatches and DispatcherBatches count the batches of
+	// datagrams received by a driving thread and by the dispatcher; in a
+	// ping-pong the second should stay near zero, since each message the
+	// dispatcher receives for a waiting thread costs a thread wake-up.
+	Leads, Steals, Handbacks, GiveBacks, Reclaims uint64
+	ThreadBatches, DispatcherBatches              uint64
+	// DriverSleeps counts the times a driving thread polled the fabric
+	// for its whole spin without its message coming and slept in it
+	// (blocking mode): each such wait ends with a thread wake-up.
+	DriverSleeps uint64
 }
 
 func portStats(s engine.PortStats) PortStats {
@@ -42,5 +59,7 @@ func portStats(s engine.PortStats) PortStats {
 		Forwarded: s.Forwarded, Drops: s.Drops, DroppedTotal: s.DroppedTotal,
 		MessagesRecv: s.MessagesRecv, MessagesSent: s.MessagesSent,
 		SendErrors: s.SendErrors, ReceiveErrors: s.ReceiveErrors, MessagesInPlace: s.MessagesInPlace,
+		Leads: s.Leads, Steals: s.Steals, Handbacks: s.Handbacks, GiveBacks: s.GiveBacks, Reclaims: s.Reclaims,
+		ThreadBatches: s.ThreadBatches, DispatcherBatches: s.DispatcherBatches, DriverSleeps: s.DriverSleeps,
 	}
 }

@@ -105,6 +105,7 @@ func (d *dispatcher) loop() {
 			continue
 		}
 		if k > 0 {
+			pr.dispatcherBatches.Add(1)
 			d.handleBatch(pr.msgs[:k])
 		}
 		pr.drive.Unlock()

@@ -251,6 +251,7 @@ func (e *Engine) Stats() []PortStats {
 		out[i].Endpoint = d.fab.LocalEndpoint().String()
 		out[i].Mode = d.mode
 		d.c.snapshot(&out[i])
+		d.prog.snapshot(&out[i])
 	}
 	return out
 }

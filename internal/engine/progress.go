@@ -69,7 +69,27 @@ type progress struct {
 	drive sync.Mutex
 	msgs  [][]byte // receive slots, guarded by drive
 
-	leads, steals, handbacks atomic.Uint64
+	// Counters (PortStats): leads, tokens taken by a waiting thread (of
+	// which steals, from the dispatcher); handbacks, a leaving driver gave
+	// the token to the dispatcher for others that wait; giveBacks, a
+	// driver waited driveIdle and gave up; reclaims, the dispatcher took
+	// an unattended port back after progressGrace; threadBatches and
+	// dispatcherBatches, non-empty batches handled by each kind of holder;
+	// sleeps, a driver's spin ran out and it slept in the fabric.
+	leads, steals, handbacks, giveBacks, reclaims atomic.Uint64
+	threadBatches, dispatcherBatches, sleeps      atomic.Uint64
+}
+
+// snapshot copies the progress counters into s.
+func (pr *progress) snapshot(s *PortStats) {
+	s.Leads = pr.leads.Load()
+	s.Steals = pr.steals.Load()
+	s.Handbacks = pr.handbacks.Load()
+	s.GiveBacks = pr.giveBacks.Load()
+	s.Reclaims = pr.reclaims.Load()
+	s.ThreadBatches = pr.threadBatches.Load()
+	s.DispatcherBatches = pr.dispatcherBatches.Load()
+	s.DriverSleeps = pr.sleeps.Load()
 }
 
 func (pr *progress) init(fab fabric.Port) {
@@ -215,7 +235,7 @@ func (d *dispatcher) letGo() {
 func (d *dispatcher) giveBack() {
 	pr := &d.prog
 	pr.state.Store(tokDispatcher)
-	pr.handbacks.Add(1)
+	pr.giveBacks.Add(1)
 	pr.wake()
 }
 
@@ -264,6 +284,7 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 				return true, true, ctx.Err()
 			}
 			pr.sleeping.Store(true)
+			pr.sleeps.Add(1)
 			if r.state.Load() == stateDone {
 				pr.sleeping.Store(false)
 				return true, true, r.err
@@ -279,6 +300,7 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 			continue
 		}
 		if k > 0 {
+			pr.threadBatches.Add(1)
 			d.handleBatch(pr.msgs[:k])
 		}
 	}
@@ -319,6 +341,7 @@ func (d *dispatcher) reclaim(t **time.Timer) bool {
 			idle := time.Duration(nanotime() - pr.released.Load())
 			if idle >= progressGrace {
 				if pr.state.CompareAndSwap(tokFree, tokDispatcher) {
+					pr.reclaims.Add(1)
 					return true
 				}
 				continue

@@ -125,8 +125,21 @@ func TestDrivePingPong(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i, e := range es {
-				if l := e.ports[0].prog.leads.Load(); l == 0 {
-					t.Errorf("engine %d: no thread ever drove the port", i)
+				st := e.Stats()[0]
+				if st.Leads == 0 {
+					t.Errorf("engine %d: no thread ever drove the port (stats %+v)", i, st)
+				}
+				if st.ThreadBatches == 0 {
+					t.Errorf("engine %d: no datagram received by a waiting thread (stats %+v)", i, st)
+				}
+				if st.ThreadBatches+st.DispatcherBatches > st.FragsRecv {
+					t.Errorf("engine %d: %d+%d non-empty batches of %d datagrams", i, st.ThreadBatches, st.DispatcherBatches, st.FragsRecv)
+				}
+				if st.Steals > st.Leads {
+					t.Errorf("engine %d: %d of %d leads stolen", i, st.Steals, st.Leads)
+				}
+				if mode == Polling && st.DriverSleeps != 0 {
+					t.Errorf("engine %d: a polling driver slept %d times", i, st.DriverSleeps)
 				}
 			}
 		})
@@ -247,8 +260,15 @@ func TestDriveGatewayForwardsWithoutThreads(t *testing.T) {
 					t.Fatalf("%d B through the gateway: data differs", n)
 				}
 			}
-			if gw.Stats()[0].Forwarded == 0 {
+			st := gw.Stats()[0]
+			if st.Forwarded == 0 {
 				t.Fatal("nothing was forwarded")
+			}
+			// The port went back to the dispatcher (left unattended, or
+			// given up by a driver that waited long), which received the
+			// datagrams to forward.
+			if st.Reclaims+st.GiveBacks == 0 || st.DispatcherBatches == 0 {
+				t.Fatalf("the dispatcher never took the port back: stats %+v", st)
 			}
 		})
 	}

@@ -59,6 +59,21 @@ type PortStats struct {
 	// MessagesInPlace counts the messages received straight into the
 	// buffer of a receive posted before they arrived (no second copy).
 	MessagesInPlace uint64
+
+	// Caller-driven progress (progress.go): Leads counts the times a
+	// waiting thread took the port's progress token, Steals those of them
+	// taken from the dispatcher; Handbacks, a leaving driver handed the
+	// token to the dispatcher for other waiting threads; GiveBacks, a
+	// driver whose message was long in coming gave the token up; Reclaims,
+	// the dispatcher took an unattended port back. ThreadBatches and
+	// DispatcherBatches count the non-empty batches of datagrams handled
+	// by a driving thread and by the dispatcher: a message handled by the
+	// dispatcher for a waiting thread costs that thread a wake-up.
+	Leads, Steals, Handbacks, GiveBacks, Reclaims uint64
+	ThreadBatches, DispatcherBatches              uint64
+	// DriverSleeps counts the times a driving thread's spin ran out
+	// before its message came and it slept in the fabric (blocking mode).
+	DriverSleeps uint64
 }
 
 type counters struct {

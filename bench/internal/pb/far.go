@@ -103,6 +103,9 @@ func (f *far) Stop() error {
 	return f.err
 }
 
+// Counters are the progress counters of the job's node.
+func (f *far) Counters() map[string]uint64 { return Counters(f.node) }
+
 func (f *far) near(th pcor.ThreadID) pcor.Addr { return pcor.Addr{Proc: NearProc, Thread: th} }
 
 func echoLoop(ctx context.Context, f *far) error {

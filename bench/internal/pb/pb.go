@@ -80,3 +80,27 @@ func ParseAddr(s string) (pcor.ProcID, string, error) {
 	}
 	return pcor.ProcID(n), ep, nil
 }
+
+// Counters are a node's progress counters summed over its ports (see
+// pcor.PortStats): who received the datagrams, the waiting threads or the
+// dispatchers, and how the progress token moved.
+func Counters(node *pcor.Node) map[string]uint64 {
+	c := map[string]uint64{}
+	for _, s := range node.Stats() {
+		c["leads"] += s.Leads
+		c["steals"] += s.Steals
+		c["handbacks"] += s.Handbacks
+		c["givebacks"] += s.GiveBacks
+		c["reclaims"] += s.Reclaims
+		c["thread-batches"] += s.ThreadBatches
+		c["dispatcher-batches"] += s.DispatcherBatches
+		c["sleeps"] += s.DriverSleeps
+		c["frags-recv"] += s.FragsRecv
+		c["acks-sent"] += s.AcksSent
+	}
+	return c
+}
+
+// CounterNames orders the keys of Counters for printing.
+var CounterNames = []string{"frags-recv", "acks-sent", "thread-batches", "dispatcher-batches", "sleeps",
+	"leads", "steals", "handbacks", "givebacks", "reclaims"}

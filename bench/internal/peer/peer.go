@@ -50,6 +50,12 @@ type Running interface {
 	Stop() error
 }
 
+// Counted is a Running job that keeps counters (a pcor node's progress
+// counters, for example), read between samples.
+type Counted interface {
+	Counters() map[string]uint64
+}
+
 // Handler starts a job.
 type Handler func(ctx context.Context, job Job) (Running, error)
 
@@ -103,6 +109,17 @@ func (l *Local) Go(ctx context.Context, n int) error {
 		return ErrNoJob
 	}
 	return r.Go(ctx, n)
+}
+
+// Counters are the current job's counters, or nil when it keeps none.
+func (l *Local) Counters() map[string]uint64 {
+	l.mu.Lock()
+	r := l.cur
+	l.mu.Unlock()
+	if c, ok := r.(Counted); ok {
+		return c.Counters()
+	}
+	return nil
 }
 
 // Stop ends the current job.

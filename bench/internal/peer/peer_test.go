@@ -10,21 +10,27 @@ import (
 	"time"
 )
 
-// echoJob reports the pid of the process running it and fails Go for
-// negative steps.
-type echoJob struct{ job Job }
+// echoJob reports the pid of the process running it, fails Go for
+// negative steps and counts the messages of the others.
+type echoJob struct {
+	job  Job
+	sent uint64
+}
+
+func (e *echoJob) Counters() map[string]uint64 { return map[string]uint64{"sent": e.sent} }
 
 func (e *echoJob) Addr() string { return fmt.Sprintf("%s/%d/%d", e.job.Addr, e.job.Size, os.Getpid()) }
 func (e *echoJob) Go(_ context.Context, n int) error {
 	if n < 0 {
 		return fmt.Errorf("negative step %d", n)
 	}
+	e.sent += uint64(n)
 	return nil
 }
 func (e *echoJob) Stop() error { return nil }
 
 var testHandlers = Handlers{
-	"echo": func(_ context.Context, j Job) (Running, error) { return &echoJob{j}, nil },
+	"echo": func(_ context.Context, j Job) (Running, error) { return &echoJob{job: j}, nil },
 	"fail": func(context.Context, Job) (Running, error) { return nil, errors.New("cannot start") },
 }
 
@@ -54,6 +60,21 @@ func exercise(t *testing.T, h Host, wantOtherPid bool) {
 	}
 	if err := h.Go(ctx, 3); err != nil {
 		t.Error(err)
+	}
+	if err := h.Go(ctx, 4); err != nil {
+		t.Error(err)
+	}
+	var c map[string]uint64
+	switch h := h.(type) {
+	case *Local:
+		c = h.Counters()
+	case *Process:
+		if c, err = h.Counters(ctx); err != nil {
+			t.Error(err)
+		}
+	}
+	if c["sent"] != 7 {
+		t.Errorf("counters of the job after steps of 3 and 4: %v", c)
 	}
 	if err := h.Go(ctx, -1); err == nil || !strings.Contains(err.Error(), "negative step") {
 		t.Errorf("Go(-1) = %v", err)

@@ -17,7 +17,7 @@ import (
 
 // request is one line from the near side to a peer process.
 type request struct {
-	Op  string `json:"op"` // start, go, stop, usage
+	Op  string `json:"op"` // start, go, stop, usage, counters
 	Job *Job   `json:"job,omitempty"`
 	N   int    `json:"n,omitempty"`
 }
@@ -27,6 +27,8 @@ type reply struct {
 	Addr  string        `json:"addr,omitempty"`
 	Err   string        `json:"err,omitempty"`
 	Usage *usage.Counts `json:"usage,omitempty"`
+
+	Counters map[string]uint64 `json:"counters,omitempty"`
 }
 
 // Process is a Host in a second process: this program re-executed with
@@ -149,6 +151,12 @@ func (p *Process) Usage(ctx context.Context) (usage.Counts, error) {
 		return usage.Counts{}, err
 	}
 	return *r.Usage, nil
+}
+
+// Counters are the counters of the peer's job (see Counted), or nil.
+func (p *Process) Counters(ctx context.Context) (map[string]uint64, error) {
+	r, err := p.exchange(ctx, request{Op: "counters"})
+	return r.Counters, err
 }
 
 // Stop ends the peer's job.

@@ -44,6 +44,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, h Handlers) error {
 			case "usage":
 				u := usage.Self()
 				rep.Usage = &u
+			case "counters":
+				rep.Counters = l.Counters()
 			default:
 				rep.Err = "unknown op " + req.Op
 			}
