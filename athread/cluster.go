@@ -471,6 +471,7 @@ func (c *cluster) thief() {
 				c.stealsSent.Add(1)
 				if ap != nil && async.seq == 0 && ap.Async(q, victim) {
 					async = outstanding{seq: seq, since: time.Now()}
+					req.async = true
 					c.send(victim, tagSteal, req.append(nil))
 					continue
 				}
@@ -613,9 +614,15 @@ func (c *cluster) handle(m pcor.Message) {
 				return
 			}
 		}
-		c.mu.Lock()
-		c.hungry[req.thief] = time.Now()
-		c.mu.Unlock()
+		if !req.async {
+			// A thief waiting for answers is fed the next thread
+			// offered; one that went on asking (an asynchronous
+			// request) gets only the answer, or it could be given a
+			// thread by two processes for one request.
+			c.mu.Lock()
+			c.hungry[req.thief] = time.Now()
+			c.mu.Unlock()
+		}
 		c.send(req.thief, tagNoWork, binary.LittleEndian.AppendUint32(nil, req.seq))
 	case tagNoWork:
 		if len(m.Data) != 4 {

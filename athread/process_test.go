@@ -509,11 +509,12 @@ func TestAsyncRequests(t *testing.T) {
 	if got := line(out, "FIB"); got != "FIB 75025 <nil>" {
 		t.Fatalf("got %q:\n%s", got, out)
 	}
-	var stolen, came uint64
+	var stolen, handed, came uint64
 	for _, l := range strings.Split(out, "\n") {
 		var p, run, steals, given, outst uint64
 		if _, err := fmt.Sscanf(l[min(len(l), strings.Index(l, "] ")+2):], "COUNTERS proc=%d run=%d remoteSteals=%d given=%d", &p, &run, &steals, &given); err == nil {
 			stolen += steals
+			handed += given
 		}
 		if _, err := fmt.Sscanf(l[min(len(l), strings.Index(l, "] ")+2):], "ASYNC proc=%d outstanding=%d", &p, &outst); err == nil {
 			came += outst
@@ -521,6 +522,11 @@ func TestAsyncRequests(t *testing.T) {
 	}
 	if stolen < 3 || came == 0 {
 		t.Fatalf("%d threads stolen, the thief came back %d times with a request outstanding:\n%s", stolen, came, out)
+	}
+	// Every thread handed over answered a request: a thief asking
+	// asynchronously is never fed a thread unasked.
+	if handed != stolen {
+		t.Fatalf("%d threads handed over for %d received in answer to a request:\n%s", handed, stolen, out)
 	}
 }
 

@@ -29,12 +29,22 @@ type stealReq struct {
 	thief pcor.ProcID
 	seq   uint32
 	hops  uint16
+	// async is set for a request the thief did not wait for
+	// (AsyncPolicy): it is answered once, never fed later.
+	async bool
 }
+
+// hopsAsync marks an asynchronous request in the hops field.
+const hopsAsync = 1 << 15
 
 func (m stealReq) append(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(m.thief))
 	b = binary.LittleEndian.AppendUint32(b, m.seq)
-	return binary.LittleEndian.AppendUint16(b, m.hops)
+	h := m.hops &^ hopsAsync
+	if m.async {
+		h |= hopsAsync
+	}
+	return binary.LittleEndian.AppendUint16(b, h)
 }
 
 func (m *stealReq) decode(b []byte) error {
@@ -43,7 +53,8 @@ func (m *stealReq) decode(b []byte) error {
 	}
 	m.thief = pcor.ProcID(binary.LittleEndian.Uint32(b))
 	m.seq = binary.LittleEndian.Uint32(b[4:])
-	m.hops = binary.LittleEndian.Uint16(b[8:])
+	h := binary.LittleEndian.Uint16(b[8:])
+	m.hops, m.async = h&^hopsAsync, h&hopsAsync != 0
 	return nil
 }
 

@@ -6,9 +6,10 @@
 // Under crs the request to another group is asynchronous, as in Satin:
 // athread sends it without waiting (Policy implements athread.AsyncPolicy)
 // and meanwhile asks inside the group, one request at a time; at most one
-// is outstanding. An hws master's requests to other masters are
-// synchronous: it asks the other members of its group k times (k of them),
-// then another master once, and so on. An hws master opens its newest
+// is outstanding. An hws master asks the other members of its group k
+// times (k of them), then another master once, and so on; the request to
+// the other master is asynchronous too: while it is unanswered the master
+// asks only inside its group. An hws master opens its newest
 // global thread first (Policy implements athread.DepthFirstPolicy), leaving
 // the oldest, the largest, for the other masters.
 //
@@ -159,13 +160,13 @@ func (a *Policy) Victim(q athread.StealQuery) (pcor.ProcID, bool) {
 	}
 	a.mu.Lock()
 	others := len(g.Members(gi)) - 1
-	wideDue := a.sinceWide >= max(others, 1)
+	wideDue := a.sinceWide >= max(others, 1) && !q.Outstanding
 	s, ok := a.pol.Next(g, hws.Thief{Proc: uint32(q.Self), WideOutstanding: !wideDue}, a.rng)
 	if ok && s.Wide {
 		a.sinceWide = 0
 	} else if ok {
 		a.sinceWide++
-	} else if !wideDue {
+	} else if !wideDue && !q.Outstanding {
 		// nothing inside the group (a lone process): ask outside now
 		a.sinceWide = max(others, 1)
 		s, ok = a.pol.Next(g, hws.Thief{Proc: uint32(q.Self)}, a.rng)
@@ -198,10 +199,10 @@ func (a *Policy) count(s hws.Steal, ok bool) (pcor.ProcID, bool) {
 // them, stay on its global stack for the other masters.
 func (a *Policy) DepthFirst() bool { return a.pol.Kind == hws.HWS }
 
-// Async implements athread.AsyncPolicy: under crs a request to another
-// group is asynchronous.
+// Async implements athread.AsyncPolicy: under crs and hws a request to
+// another group is asynchronous.
 func (a *Policy) Async(q athread.StealQuery, victim pcor.ProcID) bool {
-	return a.pol.Kind == hws.CRS && !a.groups.Load().Same(uint32(q.Self), uint32(victim))
+	return a.pol.Kind != hws.Random && !a.groups.Load().Same(uint32(q.Self), uint32(victim))
 }
 
 // live restricts the groups to the live processes, keeping the result.

@@ -82,6 +82,24 @@ func TestHWSDecisions(t *testing.T) {
 	if c := master.Counters(); c.WideAttempts != 2 || c.LocalAttempts != 6 {
 		t.Fatalf("attempts %+v", c)
 	}
+	// The request to the other master is asynchronous; while it is
+	// outstanding the master asks only inside its group.
+	if !master.Async(athread.StealQuery{Self: 0}, 4) || master.Async(athread.StealQuery{Self: 0}, 1) {
+		t.Fatal("hws: the request to another master is not the asynchronous one")
+	}
+	for range 16 {
+		v, ok := master.Victim(athread.StealQuery{Self: 0, Thief: 0, Procs: procs(8), Outstanding: true})
+		if !ok || v == 0 || v > 3 {
+			t.Fatalf("master with a request outstanding asked %d (%v)", v, ok)
+		}
+	}
+	lone := New(pol, 0, hws.Uniform(2, 1), 0) // groups of one: only masters
+	if v, ok := lone.Victim(athread.StealQuery{Self: 0, Thief: 0, Procs: procs(2), Outstanding: true}); ok {
+		t.Fatalf("a lone master with a request outstanding asked %d", v)
+	}
+	if v, ok := lone.Victim(athread.StealQuery{Self: 0, Thief: 0, Procs: procs(2)}); !ok || v != 1 {
+		t.Fatalf("a lone master asked %d (%v)", v, ok)
+	}
 }
 
 func TestRandomAndCRS(t *testing.T) {
