@@ -19,6 +19,10 @@ type Counters struct {
 	// WideAttempts and WideSteals are the same between groups.
 	WideAttempts uint64 `json:"wide_attempts"`
 	WideSteals   uint64 `json:"wide_steals"`
+	// WideDepths are the depths of the tasks that left their group, in
+	// the order the victim handed them over (a run's merged counters
+	// list them process by process).
+	WideDepths []int `json:"wide_depths,omitempty"`
 	// WideBytes counts every byte sent between groups (requests, tasks,
 	// results); LocalBytes the same inside groups.
 	WideBytes  uint64 `json:"wide_bytes"`
@@ -36,6 +40,7 @@ func (c *Counters) Add(o *Counters) {
 	c.LocalSteals += o.LocalSteals
 	c.WideAttempts += o.WideAttempts
 	c.WideSteals += o.WideSteals
+	c.WideDepths = append(c.WideDepths, o.WideDepths...)
 	c.WideBytes += o.WideBytes
 	c.LocalBytes += o.LocalBytes
 	if len(o.Idle) > len(c.Idle) {

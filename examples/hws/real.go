@@ -158,8 +158,8 @@ func real(args []string, stdout, stderr io.Writer) int {
 					}
 					key := j.app + "\x00" + p.Kind.String()
 					res[key] = append(res[key], r)
-					fmt.Fprintf(stderr, "%s rep %d %s %v: %v, wide steals %d/%d, slow link %d bytes\n", st.name, rep, j.app, p,
-						r.rep.Makespan.Round(time.Millisecond), r.rep.Total.WideSteals, r.rep.Total.WideAttempts, r.slowBytes)
+					fmt.Fprintf(stderr, "%s rep %d %s %v: %v, wide steals %d/%d (depths %v), slow link %d bytes\n", st.name, rep, j.app, p,
+						r.rep.Makespan.Round(time.Millisecond), r.rep.Total.WideSteals, r.rep.Total.WideAttempts, r.rep.Total.WideDepths, r.slowBytes)
 				}
 			}
 		}

@@ -26,6 +26,7 @@ package adapt
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -52,9 +53,10 @@ type Policy struct {
 	maxDepth int
 	groups   atomic.Pointer[hws.Groups]
 
-	mu        sync.Mutex
-	rng       *rand.Rand
-	sinceWide int // requests inside the group since the last one outside
+	mu         sync.Mutex
+	rng        *rand.Rand
+	sinceWide  int   // requests inside the group since the last one outside
+	wideDepths []int // depths of the threads handed to other groups
 
 	localAttempts, wideAttempts atomic.Uint64
 	localGiven, wideGiven       atomic.Uint64
@@ -137,6 +139,9 @@ func (a *Policy) Allow(thief pcor.ProcID, t athread.TaskInfo) bool {
 		} else {
 			a.wideGiven.Add(1)
 			a.wideBytes.Add(size)
+			a.mu.Lock()
+			a.wideDepths = append(a.wideDepths, t.Depth)
+			a.mu.Unlock()
 		}
 	}
 	return ok
@@ -229,7 +234,11 @@ func (a *Policy) Forward(q athread.StealQuery) (pcor.ProcID, bool) { return 0, f
 // threads it handed over (steals that succeeded, counted by the victim),
 // and the bytes of both (request payloads and packed thread inputs).
 func (a *Policy) Counters() hws.Counters {
+	a.mu.Lock()
+	depths := slices.Clone(a.wideDepths)
+	a.mu.Unlock()
 	return hws.Counters{
+		WideDepths:    depths,
 		Policy:        a.pol.String(),
 		LocalAttempts: a.localAttempts.Load(),
 		LocalSteals:   a.localGiven.Load(),

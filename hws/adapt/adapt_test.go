@@ -1,6 +1,7 @@
 package adapt
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/pcor-go/pcor/athread"
@@ -55,7 +56,7 @@ func TestHWSDecisions(t *testing.T) {
 		t.Fatal("flat hws classes")
 	}
 	c := master.Counters()
-	if c.WideSteals != 1 || c.LocalSteals != 2 {
+	if c.WideSteals != 1 || c.LocalSteals != 2 || !slices.Equal(c.WideDepths, []int{2}) {
 		t.Fatalf("counted %+v", c)
 	}
 	// A member asks only its group; a master asks its group three times,
