@@ -296,15 +296,19 @@ func (c *cluster) watch(p pcor.ProcID) {
 }
 
 // peerDown forgets p: threads it was running are re-run (idempotent) or
-// fail their Join with a *PeerError.
+// fail their Join with a *PeerError. It may be called again for p (a send
+// to it failed after it was forgotten): threads handed to it since are
+// lost the same way.
 func (c *cluster) peerDown(p pcor.ProcID, why error) {
-	c.mu.Lock()
-	i := slices.Index(c.procs, p)
-	if i < 0 || p == c.rt.proc {
-		c.mu.Unlock()
+	if p == c.rt.proc {
 		return
 	}
-	c.procs = slices.Delete(c.procs, i, i+1)
+	c.mu.Lock()
+	i := slices.Index(c.procs, p)
+	if i >= 0 {
+		c.procs = slices.Delete(c.procs, i, i+1)
+	}
+	delete(c.hungry, p)
 	var lost []*task
 	for k, t := range c.outst {
 		if t.at == p {
@@ -313,10 +317,18 @@ func (c *cluster) peerDown(p pcor.ProcID, why error) {
 		}
 	}
 	c.mu.Unlock()
-	c.peersLost.Add(1)
-	if p == 0 {
-		c.finish()
+	if i >= 0 {
+		c.peersLost.Add(1)
+		if p == 0 {
+			c.finish()
+		}
 	}
+	c.lose(p, lost, why)
+}
+
+// lose re-runs here the idempotent threads among those process p was
+// given and fails the Joins of the others with a *PeerError.
+func (c *cluster) lose(p pcor.ProcID, lost []*task, why error) {
 	for _, t := range lost {
 		if t.attr.Idempotent && t.attr.Place != OnProc {
 			c.reRuns.Add(1)
@@ -419,6 +431,20 @@ func (c *cluster) spawn(t *task) {
 // handOut records t as running in process to and sends it there.
 func (c *cluster) handOut(t *task, to pcor.ProcID, seq uint32, flags uint8) {
 	c.mu.Lock()
+	if !slices.Contains(c.procs, to) {
+		// Gone since it asked (or since the spawn looked): a thread
+		// placed there fails as if it had been running there; a stolen
+		// one, which never left, goes back to the pool.
+		c.mu.Unlock()
+		if flags&flagSpawn != 0 {
+			c.lose(to, []*task{t}, pcor.ErrPeerDown)
+			return
+		}
+		t.state.Store(stateReady)
+		c.rt.pool.put(t)
+		c.rt.wakeOne()
+		return
+	}
 	c.nextKey++
 	t.key = c.nextKey
 	t.at = to

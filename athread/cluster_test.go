@@ -280,3 +280,35 @@ func TestDepthFirstPolicy(t *testing.T) {
 		}
 	}
 }
+
+// A thread offered after a process went down is not handed to it, even
+// when that process had asked for work just before (a hungry thief) or its
+// request crossed the loss: the thread runs here and its Join returns.
+func TestNoHandOutToLostProcess(t *testing.T) {
+	reg := NewRegistry()
+	f := RegisterIn(reg, "id", func(ctx context.Context, n int) (int, error) { return n, nil }, Fixed[int](), Fixed[int]())
+	rts := pair(t, reg, func() Policy { return &homePolicy{} })
+	rts[1].Close()
+	c := rts[0].cl
+	c.mu.Lock()
+	c.hungry[1] = time.Now().Add(time.Hour) // hungry whenever the thread is offered
+	c.mu.Unlock()
+	c.peerDown(1, errors.New("gone for the test"))
+	c.mu.Lock()
+	c.hungry[1] = time.Now().Add(time.Hour) // its request crossed the loss
+	// A process still live (one that asks for nothing), so that the
+	// thread is offered at all.
+	c.procs = append(c.procs, 2)
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(rts[0].Context(), 20*time.Second)
+	defer cancel()
+	root := Go(ctx, func(ctx context.Context) (int, error) {
+		return Create(ctx, f, 7).Join(ctx)
+	})
+	if n, err := root.Join(ctx); n != 7 || err != nil {
+		t.Fatalf("got %d, %v", n, err)
+	}
+	if g := rts[0].Counters().Given; g != 0 {
+		t.Fatalf("%d threads handed to a lost process", g)
+	}
+}
