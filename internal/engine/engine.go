@@ -290,6 +290,9 @@ func (e *Engine) release(n int64) {
 	if e.localWaiting.Load() > 0 {
 		e.drainLocal()
 	}
+	if e.rndv.nwaiting.Load() > 0 {
+		e.rndvPump()
+	}
 }
 
 // freeMCB returns m to the pool with its budget.

@@ -36,6 +36,15 @@ import (
 // rendezvous send takes effect only while its announcement has not left;
 // after that the receiver may be reading the memory, so the send runs to
 // its end. A receive whose read has begun cannot be cancelled either.
+//
+// Budget: a receive without a buffer reads into storage the engine
+// allocates, which is held for a message not yet received until the read
+// ends, so it is charged to Config.RecvBudget meanwhile. A read that finds
+// no budget waits, in order, until budget is released; one read at a time
+// may pass the budget (a message larger than the whole budget, or budget
+// held by messages nobody receives), so a receive is never starved. The
+// memory held for reads into engine storage thus stays within the budget
+// plus one message, however many such receives are posted.
 
 // defaultRendezvous is the smallest message sent by rendezvous when the
 // route allows it.
@@ -52,6 +61,12 @@ type rndvTable struct {
 	mu    sync.Mutex
 	next  uint64
 	sends map[uint64]*rndvSend
+
+	// Reads into engine storage (t.mu): those charged to the budget and
+	// not yet done, and those waiting for budget, in order.
+	reading  int
+	waiting  []*rndvRead
+	nwaiting atomic.Int32
 
 	announced, read, drops atomic.Uint64
 }
@@ -183,10 +198,25 @@ func (e *Engine) rndvFailPeer(p *peer, err error) {
 			failed = append(failed, s)
 		}
 	}
+	var reads []*rndvRead
+	kept := t.waiting[:0]
+	for _, rd := range t.waiting {
+		if rd.k.srcProc == p.proc {
+			reads = append(reads, rd)
+		} else {
+			kept = append(kept, rd)
+		}
+	}
+	clear(t.waiting[len(kept):])
+	t.waiting = kept
+	t.nwaiting.Store(int32(len(kept)))
 	t.mu.Unlock()
 	for _, s := range failed {
 		s.release()
 		s.r.complete(err)
+	}
+	for _, rd := range reads {
+		rd.r.complete(err)
 	}
 }
 
@@ -272,6 +302,78 @@ func (e *Engine) rndvReceive(r *Request, m *mcb) {
 		fail("rendezvous on a " + a.kind + " port this process does not have")
 		return
 	}
+	rd := &rndvRead{r: r, k: k, a: a, d: d, from: from}
+	if r.buf != nil {
+		e.rndvRead(rd)
+		return
+	}
+	// Storage of the engine's own: charged to the budget while it is read.
+	t := &e.rndv
+	t.mu.Lock()
+	if e.closed.Load() {
+		t.mu.Unlock()
+		r.complete(ErrClosed)
+		e.rndvSendDone(k, a.id)
+		return
+	}
+	if len(t.waiting) > 0 || !e.rndvChargeLocked(rd) {
+		t.waiting = append(t.waiting, rd)
+		t.nwaiting.Add(1)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	e.rndvRead(rd)
+}
+
+// rndvRead is a rendezvous read into a receive: announced by a, from the
+// sender's port at from, through port d.
+type rndvRead struct {
+	r       *Request
+	k       key
+	a       announcement
+	d       *dispatcher
+	from    fabric.Endpoint
+	charged int64 // budget held for engine storage
+}
+
+// rndvChargeLocked takes the budget for a read into engine storage: the
+// message's length, or past the budget when no other such read holds any.
+// t.mu is held.
+func (e *Engine) rndvChargeLocked(rd *rndvRead) bool {
+	n := int64(rd.a.length)
+	if !e.reserve(n) {
+		if e.rndv.reading > 0 {
+			return false
+		}
+		e.budgetUsed.Add(n)
+	}
+	rd.charged = n
+	e.rndv.reading++
+	return true
+}
+
+// rndvPump starts the reads waiting for budget that now find it.
+func (e *Engine) rndvPump() {
+	t := &e.rndv
+	var start []*rndvRead
+	t.mu.Lock()
+	for len(t.waiting) > 0 && e.rndvChargeLocked(t.waiting[0]) {
+		start = append(start, t.waiting[0])
+		t.waiting[0] = nil
+		t.waiting = t.waiting[1:]
+		t.nwaiting.Add(-1)
+	}
+	t.mu.Unlock()
+	for _, rd := range start {
+		e.rndvRead(rd)
+	}
+}
+
+// rndvRead reads the announced message into the receive's buffer, or
+// storage of the engine's own, then tells the sender.
+func (e *Engine) rndvRead(rd *rndvRead) {
+	r, a, k := rd.r, rd.a, rd.k
 	var dst []byte
 	var trunc error
 	if r.buf != nil {
@@ -283,8 +385,15 @@ func (e *Engine) rndvReceive(r *Request, m *mcb) {
 		dst = make([]byte, a.length)
 	}
 	done := func(err error) {
+		if rd.charged > 0 {
+			t := &e.rndv
+			t.mu.Lock()
+			t.reading--
+			t.mu.Unlock()
+			e.release(rd.charged) // starts waiting reads (rndvPump)
+		}
 		if err != nil {
-			fail("rendezvous read: " + err.Error())
+			r.complete(&UnreachableError{Proc: k.srcProc, Reason: "rendezvous read: " + err.Error()})
 		} else {
 			r.data = dst
 			e.rndv.read.Add(1)
@@ -292,7 +401,7 @@ func (e *Engine) rndvReceive(r *Request, m *mcb) {
 		}
 		e.rndvSendDone(k, a.id)
 	}
-	if err := d.fab.(fabric.RemoteReader).ReadRemote(from, dst, a.desc, done); err != nil {
+	if err := rd.d.fab.(fabric.RemoteReader).ReadRemote(rd.from, dst, a.desc, done); err != nil {
 		done(err)
 	}
 }

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/pcor-go/pcor/fabric"
 	"github.com/pcor-go/pcor/fabric/mem"
 )
 
@@ -224,4 +226,98 @@ func FuzzParseAnnouncement(f *testing.F) {
 			t.Fatalf("parsed %d bytes of fields from %d", n, len(b))
 		}
 	})
+}
+
+// gatedReader is a mem port whose remote reads complete only once gate is
+// closed; it records the bytes being read at once.
+type gatedReader struct {
+	*mem.Port
+	gate chan struct{}
+
+	mu             sync.Mutex
+	inflight, peak int
+	started        int
+}
+
+func (g *gatedReader) ReadRemote(from fabric.Endpoint, dst []byte, desc []byte, done func(error)) error {
+	g.mu.Lock()
+	g.inflight += len(dst)
+	g.peak = max(g.peak, g.inflight)
+	g.started++
+	g.mu.Unlock()
+	return g.Port.ReadRemote(from, dst, desc, func(err error) {
+		<-g.gate
+		g.mu.Lock()
+		g.inflight -= len(dst)
+		g.mu.Unlock()
+		done(err)
+	})
+}
+
+func (g *gatedReader) stats() (started, peak int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.started, g.peak
+}
+
+// Receives without a buffer read rendezvous messages into storage of the
+// engine's own, charged to the receive budget while they are read: with
+// more such receives posted than the budget holds, no more than the budget
+// is being read at once; the others wait their turn and all complete. A
+// message larger than the whole budget is still read.
+func TestRendezvousBudget(t *testing.T) {
+	n := mem.NewNetwork()
+	n.RemoteMemory = true
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	g := &gatedReader{Port: b, gate: make(chan struct{})}
+	const budget, size, count = 1 << 20, 256 << 10, 12
+	e0, e1 := pair(t, a, g, Config{RecvBudget: budget})
+	var sends, recvs []*Request
+	for i := 0; i < count; i++ {
+		s := e0.newSend(3, 1, 4, Tag(i), pattern(size, uint64(i)))
+		e0.post(s)
+		r := e1.newRecv(4, 0, 3, Tag(i), nil)
+		e1.post(r)
+		sends, recvs = append(sends, s), append(recvs, r)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if started, _ := g.stats(); started >= budget/size {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("reads never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // time for reads past the budget to start
+	started, peak := g.stats()
+	if peak > budget || e1.BudgetUsed() > budget {
+		t.Fatalf("%d reads of %d B started at once (%d B in flight, budget used %d), budget %d",
+			started, size, peak, e1.BudgetUsed(), budget)
+	}
+	close(g.gate)
+	waitAll(t, "receives", recvs...)
+	waitAll(t, "sends", sends...)
+	for i, r := range recvs {
+		if !bytes.Equal(r.Data(), pattern(size, uint64(i))) {
+			t.Fatalf("message %d differs", i)
+		}
+	}
+	big := pattern(2*budget, 99)
+	s := e0.newSend(3, 1, 4, 99, big)
+	e0.post(s)
+	r := e1.newRecv(4, 0, 3, 99, nil)
+	e1.post(r)
+	waitAll(t, "a message larger than the budget", r, s)
+	if !bytes.Equal(r.Data(), big) {
+		t.Fatal("large message differs")
+	}
+	if _, peak := g.stats(); peak > 2*budget {
+		t.Fatalf("%d B read at once", peak)
+	}
+	if u := e1.BudgetUsed(); u != 0 {
+		t.Fatalf("%d B of budget still held after every read", u)
+	}
+	t.Logf("%d reads started while the gate was shut, %d B at most in flight", started, peak)
 }
