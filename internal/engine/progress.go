@@ -44,8 +44,15 @@ const (
 	progressGrace = time.Millisecond
 	// driveSpin is how long a driving thread polls the fabric before it
 	// sleeps in it (blocking mode): the answer to a message often comes
-	// within it, and polling costs no wake-up.
-	driveSpin = 50 * time.Microsecond
+	// within it, and polling costs no wake-up. Between two empty polls
+	// the thread gives its CPU to any other runnable thread
+	// (sched_yield): the thread that is to answer may be waiting for this
+	// very CPU, and a spin that kept it off would end each wait only when
+	// the spin ran out (a round trip of two whole spins, a state that
+	// holds once entered). The spin outlasts a wake-up of an idle CPU
+	// (40-55 µs where the hypervisor does not poll for its guest), so
+	// that a wait for a peer that slept does not end in a sleep too.
+	driveSpin = 100 * time.Microsecond
 	// driveSlice bounds each sleep of a driving thread in the fabric, so
 	// that it notices its context ending and does not hold its share of
 	// GOMAXPROCS for long.
@@ -268,6 +275,9 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 		if d.mode == Polling || now < spinUntil {
 			k, err = d.fab.Poll(pr.msgs)
 			if k == 0 && err == nil {
+				if d.mode == Blocking {
+					osYield() // see driveSpin
+				}
 				if polls%64 == 63 {
 					runtime.Gosched()
 				}
