@@ -21,6 +21,16 @@ type RemoteReader interface {
 	ReadRemote(from Endpoint, dst []byte, desc []byte, done func(error)) error
 }
 
+// RemoteReadable is implemented by RemoteReader ports whose peers may be
+// refused reading exposed memory (shared memory under the kernel's ptrace
+// rules): a message goes to to by rendezvous only when ReadableBy(to),
+// and otherwise as datagrams.
+type RemoteReadable interface {
+	// ReadableBy reports whether the port at to is known to read this
+	// port's exposed memory.
+	ReadableBy(to Endpoint) bool
+}
+
 // MaxRemoteDesc bounds the descriptor of exposed memory.
 const MaxRemoteDesc = 32
 

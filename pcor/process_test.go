@@ -55,6 +55,8 @@ func runRole(role string) int {
 		return sourcePeer()
 	case "shm-echo":
 		return echoPeer("shm")
+	case "shm-mute":
+		return shmMutePeer()
 	case "shm-raw-echo":
 		return shmRawEchoPeer()
 	case "rdma-echo":

@@ -20,6 +20,13 @@ import (
 // peer process beside it.
 func shmNode(t testing.TB, cfg pcor.Config) (*pcor.Node, *pcor.Thread, func() error) {
 	t.Helper()
+	return shmNodeIn(t, cfg, nil)
+}
+
+// shmNodeIn is shmNode with the echo peer started behind the command
+// prefix (e.g. unshare --user).
+func shmNodeIn(t testing.TB, cfg pcor.Config, prefix []string) (*pcor.Node, *pcor.Thread, func() error) {
+	t.Helper()
 	cfg.Proc, cfg.JobKey = 0, jobKey
 	cfg.Listen = []pcor.Listen{{Fabric: "shm"}}
 	n, err := pcor.NewNode(cfg)
@@ -27,7 +34,7 @@ func shmNode(t testing.TB, cfg pcor.Config) (*pcor.Node, *pcor.Thread, func() er
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	cmd, out := spawn(t, nil, "shm-echo", "PCOR_TEST_PEER="+n.Endpoints()[0].Addr)
+	cmd, out := spawn(t, prefix, "shm-echo", "PCOR_TEST_PEER="+n.Endpoints()[0].Addr)
 	line, err := out.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "ADDR ") {
 		t.Fatalf("peer did not start: %q %v", line, err)

@@ -31,6 +31,9 @@ const (
 	slotOwner    = 0   // u32: pid of the producing process, 0 when free
 	slotReleased = 4   // u32: 1 once the producer let go of the slot
 	slotStart    = 8   // u64: the producer's start time
+	slotProbe    = 16  // u64: address of the producer's probe word (cma_linux.go)
+	slotProbeVal = 24  // u64: the value of the probe word
+	slotCMA      = 32  // u32: whether the consumer may read the producer's memory
 	slotHead     = 64  // u64: consumer position (bytes ever consumed)
 	slotTail     = 128 // u64: producer position (bytes ever produced)
 

@@ -75,7 +75,8 @@ type outRing struct {
 	mu   sync.Mutex // guards r and the ring's producer position
 	seg  *segment
 	r    *ring
-	dead bool // the receiver closed or died
+	dead bool          // the receiver closed or died
+	cma  atomic.Uint32 // the receiver's verdict on reading this process (cma_linux.go)
 
 	checked time.Time // when Taken last looked whether the receiver lives
 }
@@ -283,6 +284,7 @@ func claim(seg *segment) (*ring, error) {
 			continue
 		}
 		store64(seg.mem, base+slotStart, start)
+		offerProbe(seg.mem, base)
 		for {
 			hw := load32(seg.mem, offHighWater)
 			if uint32(i) < hw || casUint32(seg.mem, offHighWater, hw, uint32(i)+1) {
@@ -419,6 +421,9 @@ func (p *Port) collect(msgs [][]byte) int {
 			continue
 		}
 		got, corrupt := r.take(msgs[n:], p.at[n:], p.cfg.MaxDatagram)
+		if got > 0 && !r.probed {
+			p.probe(r)
+		}
 		for j := n; j < n+got; j++ {
 			p.src[j] = int32(i)
 		}
@@ -439,9 +444,10 @@ func (p *Port) collect(msgs [][]byte) int {
 }
 
 // scanOwners frees the slots whose producer let go or died once their
-// rings are drained.
+// rings are drained, and reports the destinations found gone.
 func (p *Port) scanOwners() {
 	p.lastScan = time.Now()
+	p.scanDestinations()
 	mem := p.seg.mem
 	for i := 0; i < p.highWater(); i++ {
 		base := slotOffset(i, p.seg.ringSize)
@@ -458,6 +464,32 @@ func (p *Port) scanOwners() {
 			p.in[i] = nil
 			p.st.reclaimed.Add(1)
 		}
+	}
+}
+
+// scanDestinations reports the destinations that closed or died since
+// this port last wrote to them, so that a sender waiting on one without
+// sending (for it to read a message from this process's memory) learns
+// of it.
+func (p *Port) scanDestinations() {
+	var lost []Endpoint
+	p.outMu.Lock()
+	for name, o := range p.out {
+		if !o.mu.TryLock() {
+			continue // a send is at it, and looks itself
+		}
+		gone := !o.dead && !o.seg.ownerAlive()
+		if gone {
+			o.dead = true
+		}
+		o.mu.Unlock()
+		if gone {
+			lost = append(lost, Endpoint{Host: p.local.Host, Name: name})
+		}
+	}
+	p.outMu.Unlock()
+	for _, e := range lost {
+		p.peerLost(e)
 	}
 }
 

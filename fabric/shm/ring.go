@@ -16,6 +16,8 @@ type ring struct {
 	// held: the consumer gave a record back (Port.Hold); nothing more is
 	// read from this ring until the port resumes.
 	held bool
+	// probed: the consumer has tried reading the producer's memory.
+	probed bool
 }
 
 func newRing(s *segment, i int) *ring {
@@ -108,6 +110,9 @@ func (r *ring) reset() {
 	store64(r.mem, r.base+slotHead, 0)
 	r.pos, r.published = 0, 0
 	store64(r.mem, r.base+slotStart, 0)
+	store64(r.mem, r.base+slotProbe, 0)
+	store64(r.mem, r.base+slotProbeVal, 0)
+	store32(r.mem, r.base+slotCMA, cmaUnknown)
 	store32(r.mem, r.base+slotReleased, 0)
 	store32(r.mem, r.base+slotOwner, 0)
 }

@@ -11,6 +11,9 @@ type stats struct {
 	corrupt        atomic.Uint64 // rings found broken
 	reclaimed      atomic.Uint64 // slots freed after their sender left
 	held           atomic.Uint64 // Hold calls
+	cmaReads       atomic.Uint64 // messages read from a sender's memory
+	cmaBytes       atomic.Uint64 // bytes read so
+	cmaRefused     atomic.Uint64 // senders whose memory the kernel would not let this port read
 }
 
 // Stats are a port's counters.
@@ -29,6 +32,11 @@ type Stats struct {
 	Reclaimed uint64
 	// Held counts datagrams the receiver gave back to wait (Hold).
 	Held uint64
+	// CMAReads and CMABytes count the messages and bytes read straight
+	// from a sender's memory; CMARefused counts the sending processes
+	// whose memory the kernel would not let this port read (their
+	// messages come in ring fragments).
+	CMAReads, CMABytes, CMARefused uint64
 }
 
 // Stats returns the port's counters.
@@ -37,6 +45,6 @@ func (p *Port) Stats() Stats {
 	return Stats{
 		Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), Full: s.full.Load(),
 		Wakes: s.wakes.Load(), Sleeps: s.sleeps.Load(), Corrupt: s.corrupt.Load(), Reclaimed: s.reclaimed.Load(),
-		Held: s.held.Load(),
+		Held: s.held.Load(), CMAReads: s.cmaReads.Load(), CMABytes: s.cmaBytes.Load(), CMARefused: s.cmaRefused.Load(),
 	}
 }

@@ -155,8 +155,11 @@ func (p *peer) transmitQueuedLocked() bool {
 			// it: that is success.)
 			err = &PeerDownError{Proc: p.proc, Reason: "its port went away during the send"}
 		}
+		// Once complete, r may be reused by its owner: take what is
+		// needed of it first.
+		c := &r.rt.disp.c
 		if r.complete(err) && err == nil {
-			r.rt.disp.c.msgsSent.Add(1)
+			c.msgsSent.Add(1)
 		}
 		if r.refs.Load() == 0 {
 			r.free()

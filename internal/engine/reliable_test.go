@@ -39,43 +39,66 @@ func shmPair(t testing.TB, cfg Config) (*Engine, *Engine, *shm.Port, *shm.Port) 
 	return e0, e1, a, b
 }
 
-// TestReliableSizes sends 0 B to 8 MiB each way over shared memory: every
-// message arrives whole, and the datagram protocol is not used (no
-// acknowledgement, no retransmission, no sequence window).
+// TestReliableSizes sends 0 B to 8 MiB each way over shared memory, in
+// ring fragments and then with large messages read from the sender's
+// memory (rendezvous): every message arrives whole, and the datagram
+// protocol is not used (no acknowledgement, no retransmission, no sequence
+// window).
 func TestReliableSizes(t *testing.T) {
-	e0, e1, _, _ := shmPair(t, Config{})
-	if !e0.peer(1).reliable.Load() || !e1.peer(0).reliable.Load() {
-		t.Fatal("peers on shared memory are not on the reliable path")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, n := range []int{0, 1, 65535, 65536, 65537, 2095872, 2095873, 8 << 20} {
-		data := pattern(n, uint64(n))
-		for _, dir := range [][2]*Engine{{e0, e1}, {e1, e0}} {
-			src, dst := dir[0], dir[1]
-			s := src.newSend(3, dst.Proc(), 4, 9, data)
-			src.post(s)
-			r := dst.newRecv(4, src.Proc(), 3, 9, nil)
-			dst.post(r)
-			if err := r.Wait(ctx); err != nil {
-				t.Fatalf("%d: recv: %v", n, err)
-			}
-			if err := s.Wait(ctx); err != nil {
-				t.Fatalf("%d: send: %v", n, err)
-			}
-			if !bytes.Equal(r.Data(), data) {
-				t.Fatalf("%d: data differs", n)
+	for _, rndv := range []bool{false, true} {
+		cfg := Config{Rendezvous: -1}
+		if rndv {
+			cfg.Rendezvous = 0 // the default
+		}
+		e0, e1, _, _ := shmPair(t, cfg)
+		if !e0.peer(1).reliable.Load() || !e1.peer(0).reliable.Load() {
+			t.Fatal("peers on shared memory are not on the reliable path")
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		sizes := []int{0, 1, 65535, 65536, 65537, 2095872, 2095873, 8 << 20}
+		for _, n := range sizes {
+			data := pattern(n, uint64(n))
+			for _, dir := range [][2]*Engine{{e0, e1}, {e1, e0}} {
+				src, dst := dir[0], dir[1]
+				s := src.newSend(3, dst.Proc(), 4, 9, data)
+				src.post(s)
+				r := dst.newRecv(4, src.Proc(), 3, 9, nil)
+				dst.post(r)
+				if err := r.Wait(ctx); err != nil {
+					t.Fatalf("%d: recv: %v", n, err)
+				}
+				if err := s.Wait(ctx); err != nil {
+					t.Fatalf("%d: send: %v", n, err)
+				}
+				if !bytes.Equal(r.Data(), data) {
+					t.Fatalf("%d: data differs", n)
+				}
 			}
 		}
-	}
-	for i, e := range []*Engine{e0, e1} {
-		st := e.Stats()[0]
-		if st.AcksSent != 0 || st.AcksRecv != 0 || st.Retransmits != 0 || st.Timeouts != 0 || st.DroppedTotal != 0 {
-			t.Errorf("engine %d: %d acks sent, %d received, %d retransmitted, %d timeouts, %d dropped %v",
-				i, st.AcksSent, st.AcksRecv, st.Retransmits, st.Timeouts, st.DroppedTotal, st.Drops)
-		}
-		if st.MessagesSent != 8 || st.MessagesRecv != 8 {
-			t.Errorf("engine %d: %d messages sent, %d received, want 8 each", i, st.MessagesSent, st.MessagesRecv)
+		for i, e := range []*Engine{e0, e1} {
+			st := e.Stats()[0]
+			if st.AcksSent != 0 || st.AcksRecv != 0 || st.Retransmits != 0 || st.Timeouts != 0 || st.DroppedTotal != 0 {
+				t.Errorf("engine %d: %d acks sent, %d received, %d retransmitted, %d timeouts, %d dropped %v",
+					i, st.AcksSent, st.AcksRecv, st.Retransmits, st.Timeouts, st.DroppedTotal, st.Drops)
+			}
+			// By rendezvous, a message is an announcement one way and a
+			// done message the other: the first messages (the small
+			// ones, and those sent before the receiver read the
+			// sender's memory once) go as fragments.
+			rs := e.RendezvousStats()
+			want := uint64(len(sizes))
+			if rndv {
+				if rs.Read == 0 || rs.Announced == 0 || rs.Dropped != 0 {
+					t.Errorf("engine %d: rendezvous %+v: want some announced and read, none dropped", i, rs)
+				}
+				want += rs.Announced
+			} else if rs.Announced != 0 {
+				t.Errorf("engine %d: %d messages by rendezvous with it off", i, rs.Announced)
+			}
+			if st.MessagesSent != want || st.MessagesRecv != want {
+				t.Errorf("engine %d: %d messages sent, %d received, want %d each", i, st.MessagesSent, st.MessagesRecv, want)
+			}
 		}
 	}
 }
@@ -88,7 +111,7 @@ func TestReliableSizes(t *testing.T) {
 func TestReliableHoldBoundsMemory(t *testing.T) {
 	const budget = 4 << 20
 	const silence = time.Second
-	e0, e1, _, _ := shmPair(t, Config{RecvBudget: budget, MCBs: 64, UnreachableTimeout: silence})
+	e0, e1, _, _ := shmPair(t, Config{RecvBudget: budget, MCBs: 64, UnreachableTimeout: silence, Rendezvous: -1})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	const n, size = 48, 1 << 20

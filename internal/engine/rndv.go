@@ -106,6 +106,9 @@ func (e *Engine) rndvAnnouncement(r *Request, p *peer) *Request {
 	if !ok || !fabric.CapsOf(rt.disp.fab).Has(fabric.RemoteMemory) {
 		return nil
 	}
+	if rb, ok := rt.disp.fab.(fabric.RemoteReadable); ok && !rb.ReadableBy(rt.ep) {
+		return nil // the destination may not read this process: fragments
+	}
 	local := rt.disp.fab.LocalEndpoint().String()
 	kind := rt.disp.fab.Kind()
 	if len(local) > 255 || len(kind) > 255 {

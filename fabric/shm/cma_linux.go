@@ -1,0 +1,201 @@
+//go:build linux
+
+package shm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pcor-go/pcor/fabric"
+)
+
+// Single copy (Linux cross-memory attach). A port exposes a message's
+// memory as this process's pid, start time, address and length; the
+// receiving port reads it with process_vm_readv straight into the buffer
+// of the posted receive: one copy, where the rings take two. The kernel
+// lets a process read another's memory only as ptrace would let it attach
+// (same user and a dumpable target, or CAP_SYS_PTRACE in the target's user
+// namespace; Yama's ptrace_scope may forbid more), so each receiver finds
+// out, once per sending process, whether it may: the producer of a ring
+// writes into its slot the address and value of a word of its own memory
+// (the probe), the consumer reads that word back with process_vm_readv
+// when the first records arrive and writes its verdict into the slot. A
+// sender offers single copy to a destination only once the verdict there
+// says it reads (ReadableBy); until then, and where the kernel refuses,
+// messages cross in ring fragments.
+
+// Verdicts in a slot's slotCMA word.
+const (
+	cmaUnknown = 0 // not tried yet
+	cmaReads   = 1 // the consumer read the probe
+	cmaRefused = 2 // the kernel refused (or the word read back wrong)
+)
+
+// probeWord is the word a consumer reads back from this process.
+var probeWord = rand.Uint64() | 1
+
+// descSize is the size of a descriptor: pid, start time, address, length.
+const descSize = 4 + 8 + 8 + 8
+
+var (
+	_ fabric.RemoteReader   = (*Port)(nil)
+	_ fabric.RemoteReadable = (*Port)(nil)
+)
+
+// ErrCMARefused is the error of a read the kernel refused
+// (process_vm_readv failing with EPERM).
+var ErrCMARefused = errors.New("shm: the kernel refused to read the sender's memory")
+
+// ErrDescriptor is returned by ReadRemote for a descriptor that is
+// malformed, too short, or names a process that does not send to this port.
+var ErrDescriptor = errors.New("shm: bad remote memory descriptor")
+
+// offerProbe writes this process's probe into the slot at base, which it
+// just claimed.
+func offerProbe(mem []byte, base int) {
+	store32(mem, base+slotCMA, cmaUnknown)
+	store64(mem, base+slotProbeVal, probeWord)
+	store64(mem, base+slotProbe, uint64(uintptr(unsafe.Pointer(&probeWord))))
+}
+
+// probe reads the probe of r's producer and writes the verdict into the
+// slot. Only the receiving goroutine calls it.
+func (p *Port) probe(r *ring) {
+	r.probed = true
+	addr := load64(r.mem, r.base+slotProbe)
+	if addr == 0 {
+		return // a producer that offers none
+	}
+	want := load64(r.mem, r.base+slotProbeVal)
+	pid := int(load32(r.mem, r.base+slotOwner))
+	var got uint64
+	err := readFrom(pid, unsafe.Slice((*byte)(unsafe.Pointer(&got)), 8), addr)
+	v := uint32(cmaReads)
+	if err != nil || got != want {
+		v = cmaRefused
+		p.st.cmaRefused.Add(1)
+	}
+	store32(r.mem, r.base+slotCMA, v)
+}
+
+// ReadableBy reports whether the port at to has read this process's
+// memory: whether a message to it may go by single copy.
+func (p *Port) ReadableBy(to fabric.Endpoint) bool {
+	e, ok := to.(Endpoint)
+	if !ok {
+		return false
+	}
+	p.outMu.Lock()
+	defer p.outMu.Unlock()
+	o := p.out[e.Name]
+	if o == nil {
+		return false
+	}
+	if v := o.cma.Load(); v != cmaUnknown {
+		return v == cmaReads
+	}
+	// The segment is unmapped only under outMu.
+	if o.seg.mem == nil {
+		return false
+	}
+	v := load32(o.seg.mem, o.r.base+slotCMA)
+	o.cma.Store(v)
+	return v == cmaReads
+}
+
+// Expose describes b for reading by the ports this process sends to. The
+// memory is the caller's: nothing is registered, and release does nothing.
+func (p *Port) Expose(b []byte) ([]byte, func(), error) {
+	if p.closed.Load() {
+		return nil, nil, fabric.ErrClosed
+	}
+	pid, start := selfID()
+	desc := make([]byte, descSize)
+	binary.LittleEndian.PutUint32(desc, pid)
+	binary.LittleEndian.PutUint64(desc[4:], start)
+	if len(b) > 0 {
+		binary.LittleEndian.PutUint64(desc[12:], uint64(uintptr(unsafe.Pointer(&b[0]))))
+	}
+	binary.LittleEndian.PutUint64(desc[20:], uint64(len(b)))
+	return desc, func() {}, nil
+}
+
+// ReadRemote copies the memory a sending process exposed as desc into dst
+// on the calling goroutine, then calls done from another. The process must
+// be the producer of one of this port's rings whose probe it read: a
+// descriptor naming any other process is refused, so that a sender cannot
+// have this process read memory it could not read itself.
+func (p *Port) ReadRemote(from fabric.Endpoint, dst []byte, desc []byte, done func(error)) error {
+	if _, ok := from.(Endpoint); !ok {
+		return fmt.Errorf("shm: endpoint %v (%T) is not an shm endpoint", from, from)
+	}
+	if len(desc) != descSize {
+		return fmt.Errorf("%w: %d bytes", ErrDescriptor, len(desc))
+	}
+	pid := binary.LittleEndian.Uint32(desc)
+	start := binary.LittleEndian.Uint64(desc[4:])
+	addr := binary.LittleEndian.Uint64(desc[12:])
+	n := binary.LittleEndian.Uint64(desc[20:])
+	if n < uint64(len(dst)) {
+		return fmt.Errorf("%w: %d bytes exposed, %d wanted", ErrDescriptor, n, len(dst))
+	}
+	if p.closed.Load() {
+		return fabric.ErrClosed
+	}
+	if !p.readsFrom(pid, start) {
+		return fmt.Errorf("%w: process %d sends nothing here or may not be read", ErrDescriptor, pid)
+	}
+	var err error
+	if len(dst) > 0 {
+		err = readFrom(int(pid), dst, addr)
+	}
+	if err == nil {
+		p.st.cmaReads.Add(1)
+		p.st.cmaBytes.Add(uint64(len(dst)))
+	}
+	go done(err)
+	return nil
+}
+
+// readsFrom reports whether the process pid started at start produces
+// into one of this port's rings and its probe was read.
+func (p *Port) readsFrom(pid uint32, start uint64) bool {
+	mem := p.seg.mem
+	for i := 0; i < p.highWater(); i++ {
+		base := slotOffset(i, p.seg.ringSize)
+		if load32(mem, base+slotOwner) == pid && load64(mem, base+slotStart) == start &&
+			load32(mem, base+slotCMA) == cmaReads {
+			return true
+		}
+	}
+	return false
+}
+
+// readFrom fills dst with the memory of process pid at addr.
+func readFrom(pid int, dst []byte, addr uint64) error {
+	for off := 0; off < len(dst); {
+		local := []unix.Iovec{{Base: &dst[off]}}
+		local[0].SetLen(len(dst) - off)
+		remote := []unix.RemoteIovec{{Base: uintptr(addr) + uintptr(off), Len: len(dst) - off}}
+		n, err := unix.ProcessVMReadv(pid, local, remote, 0)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.EPERM):
+			return fmt.Errorf("%w (process %d): %v", ErrCMARefused, pid, err)
+		case errors.Is(err, unix.ESRCH):
+			return fmt.Errorf("%w: process %d is gone", ErrNoPort, pid)
+		case err != nil:
+			return fmt.Errorf("shm: reading process %d: %w", pid, err)
+		case n <= 0:
+			return fmt.Errorf("shm: reading process %d: no progress at %d of %d bytes", pid, off, len(dst))
+		}
+		off += n
+	}
+	return nil
+}
