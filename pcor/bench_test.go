@@ -162,3 +162,61 @@ func BenchmarkRate64(b *testing.B) {
 	sa := a.Endpoints()[0].Port.(stater).Stats()
 	b.ReportMetric(float64(sa.SentDatagrams)/float64(sa.SendCalls), "dgrams/sendcall")
 }
+
+// BenchmarkSameNodePingPong measures the round trip of a 1-byte message
+// between two threads of one node, beside the same ping-pong over Go
+// channels whose ends copy the payload (the baseline of bench roundtrip
+// --placement same).
+func BenchmarkSameNodePingPong(b *testing.B) {
+	b.Run("chan", func(b *testing.B) {
+		ping, pong := make(chan []byte), make(chan []byte)
+		go func() {
+			own := make([]byte, 1)
+			for m := range ping {
+				copy(own, m)
+				pong <- own
+			}
+		}()
+		defer close(ping)
+		msg, in := []byte{1}, make([]byte, 1)
+		for i := 0; i < b.N; i++ {
+			ping <- msg
+			copy(in, <-pong)
+		}
+	})
+	for _, mode := range []pcor.Mode{pcor.Blocking, pcor.Polling} {
+		b.Run(mode.String(), func(b *testing.B) {
+			n, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, Listen: []pcor.Listen{{Mode: mode}}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer n.Close()
+			ta, tc := n.NewThread(), n.NewThread()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			msg := []byte{1}
+			bufA, bufC := make([]byte, 1), make([]byte, 1)
+			go func() {
+				for {
+					m, err := tc.RecvInto(ctx, ta.Addr(), 1, bufC)
+					if err != nil {
+						return
+					}
+					if err := tc.Send(ctx, ta.Addr(), 1, m.Data); err != nil {
+						return
+					}
+				}
+			}()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := ta.Send(ctx, tc.Addr(), 1, msg); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := ta.RecvInto(ctx, tc.Addr(), 1, bufA); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
