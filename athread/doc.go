@@ -82,7 +82,11 @@
 // Victim within the group or among masters, Forward from a master to other
 // masters. An idle process waits for the answer to each request, except
 // those an AsyncPolicy marks asynchronous (at most one outstanding: Satin's
-// wide-area request), during which it goes on asking.
+// wide-area request), during which it goes on asking; an asynchronous request
+// is answered once, with a thread or nothing. A process's own VPs take the
+// shallowest offered thread, or under a DepthFirstPolicy the newest (an hws
+// master opening its global stack depth first, leaving the oldest threads to
+// the other masters).
 //
 // # Remote threads and failures
 //

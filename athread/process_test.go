@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	rtrace "runtime/trace"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -305,6 +306,16 @@ func printUtil(rt *athread.Runtime) {
 func runRole(role string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	// ATHREAD_TEST_RUNTIME_TRACE=dir writes each process's Go execution
+	// trace to dir/rankN.trace (go tool trace -pprof=sched reads them).
+	if dir := os.Getenv("ATHREAD_TEST_RUNTIME_TRACE"); dir != "" {
+		if f, err := os.Create(filepath.Join(dir, "rank"+os.Getenv("PCOR_RANK")+".trace")); err == nil {
+			defer f.Close()
+			if rtrace.Start(f) == nil {
+				defer rtrace.Stop()
+			}
+		}
+	}
 	if role == "mismatch" && os.Getenv("PCOR_RANK") == "2" {
 		athread.Register("extra", func(ctx context.Context, n int) (int, error) { return n, nil },
 			athread.Fixed[int](), athread.Fixed[int]())
