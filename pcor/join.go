@@ -54,6 +54,9 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	if dir == "" {
 		dir = directory.ServeAuto
 	}
+	if cfg.PriceEvery > 0 && cfg.Prices == nil {
+		cfg.Prices = &routing.Prices{}
+	}
 	m := &membership{user: cfg.OnEvent, prices: cfg.Prices}
 	env := directory.Env{Coord: cfg.Coord, Rank: cfg.Rank, Size: cfg.Size, JobKey: cfg.JobKey, HasJobKey: true, Directory: dir}
 	m.client, m.server, err = directory.Bootstrap(ctx, env, directory.JoinRequest{Ports: ports, OnEvent: m.onEvent},
@@ -74,6 +77,8 @@ func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 		return nil, err
 	}
 	m.attach(n)
+	n.passive = cfg.PriceEvery > 0
+	n.startPricer(cfg.PriceEvery)
 	return n, nil
 }
 

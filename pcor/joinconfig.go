@@ -46,6 +46,14 @@ type JoinConfig struct {
 	// Node.Reprice rebuilds when a link's fit has drifted. routing/probe
 	// fills it.
 	Prices *routing.Prices
+	// PriceEvery, if positive, has the node measure its links by itself:
+	// every PriceEvery (the first time a second after Join) it times
+	// round trips of a few sizes to every member it reaches directly
+	// (MeasureLinks), and it records its blocking sends of up to 16 KiB
+	// as passive samples, in Prices (a new one if nil). Zero or negative:
+	// the node measures nothing unless told (MeasureLinks). FromEnv sets
+	// it from PCOR_PRICES. Every node answers the others' probes.
+	PriceEvery time.Duration
 	// OnEvent, if set, is called with every membership change after the
 	// node's peers were updated, in order, from the directory session's
 	// reader goroutine: it must not block for long.

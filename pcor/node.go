@@ -16,6 +16,12 @@ type Node struct {
 	eng *engine.Engine
 	mem *membership // the directory session of a node made by Join; else nil
 
+	// Link measurement of a node made by Join (prices.go): the probe
+	// echo and measuring rounds, and whether blocking sends are
+	// recorded as passive samples.
+	pricer  *pricer
+	passive bool
+
 	mu         sync.Mutex
 	listens    []Listen
 	nextThread ThreadID
@@ -137,7 +143,7 @@ func (n *Node) NewThread() *Thread {
 // meant to be used by one goroutine at a time.
 func (n *Node) Thread(id ThreadID) *Thread {
 	n.mu.Lock()
-	if id >= n.nextThread && id != AnyThread {
+	if id >= n.nextThread && id < priceProber {
 		n.nextThread = id + 1
 	}
 	n.mu.Unlock()
@@ -197,6 +203,9 @@ func (n *Node) Reprice() ([]routing.Link, error) {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.closed.Store(true)
+		if n.pricer != nil {
+			n.pricer.close()
+		}
 		n.closeErr = n.eng.Close()
 		if n.mem != nil {
 			n.mem.shutdown()

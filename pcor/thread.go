@@ -2,6 +2,7 @@ package pcor
 
 import (
 	"context"
+	"time"
 
 	"github.com/pcor-go/pcor/internal/engine"
 )
@@ -47,7 +48,7 @@ func (t *Thread) Isend(dst Addr, tag Tag, data []byte) *Request {
 // has accepted the whole message (the same as Ssend). If ctx ends first
 // the send is cancelled.
 func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
-	return apiError(t.ep.Send(ctx, engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data))
+	return t.send(ctx, dst, tag, data)
 }
 
 // Ssend sends data to dst with tag and returns once the destination
@@ -55,7 +56,21 @@ func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error
 // destination acknowledges it at once. Failures are reported by Ssend
 // itself. If ctx ends first the send is cancelled.
 func (t *Thread) Ssend(ctx context.Context, dst Addr, tag Tag, data []byte) error {
-	return apiError(t.ep.Send(ctx, engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data))
+	return t.send(ctx, dst, tag, data)
+}
+
+// send is a blocking send; on a node that measures its links, one of at
+// most EagerLimit bytes to another process is timed as a passive sample.
+func (t *Thread) send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
+	if !t.node.passive || len(data) > engine.EagerLimit || dst.Proc == t.node.Proc() {
+		return apiError(t.ep.Send(ctx, engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data))
+	}
+	t0 := time.Now()
+	err := t.ep.Send(ctx, engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data)
+	if err == nil {
+		t.node.observeSend(dst.Proc, len(data), time.Since(t0))
+	}
+	return apiError(err)
 }
 
 // Irecv starts receiving a message from src (wildcards allowed) with tag

@@ -182,3 +182,15 @@ func (p *Prices) Links() map[Link]LinkCost {
 	}
 	return out
 }
+
+// Samples returns the one-way samples kept for link l (size in N,
+// seconds in T), oldest first.
+func (p *Prices) Samples(l Link) []perfmodel.Sample {
+	p.mu.Lock()
+	lp := p.links[l]
+	p.mu.Unlock()
+	if lp == nil {
+		return nil
+	}
+	return lp.samples.Samples()
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/pcor-go/pcor/athread"
 	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/hws"
+	"github.com/pcor-go/pcor/pcor"
 )
 
 var errHelp = errors.New("help requested")
@@ -29,6 +30,7 @@ type options struct {
 	routes        bool
 	groups        string // PCOR_GROUPS for every process ("" none)
 	vps           int    // ATHREAD_VPS for every process (0: not set)
+	prices        string // PCOR_PRICES for every process ("" not set)
 	keepGoing     bool
 	verbose       bool
 	cpuShare      map[int]float64 // rank → share of one CPU
@@ -53,6 +55,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&cpuShare, "cpu-share", "", "limit ranks to a percentage of one CPU with a cgroup quota, e.g. '1=100,2=50,3=25'")
 	fs.BoolVar(&o.verbose, "v", false, "print the directory address and membership changes")
 	fs.IntVar(&o.vps, "vps", 0, "athread VPs per process (sets "+athread.EnvVPs+")")
+	fs.StringVar(&o.prices, "prices", "", "how often each process measures its links and reprices its routes, e.g. '10s', or 'off' (sets "+pcor.EnvPrices+"; default 30s)")
 	fs.StringVar(&o.groups, "groups", "", "explicit groups for hierarchical work stealing, e.g. '0-3;4-7' (sets "+hws.EnvGroups+")")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: pcorrun -n N [flags] program [args...]\n       pcorrun --directory-only [flags]\n")
@@ -65,6 +68,11 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		return nil, err
 	}
 	o.prog = fs.Args()
+	if o.prices != "" {
+		if _, err := pcor.ParsePriceEvery(o.prices); err != nil {
+			return nil, err
+		}
+	}
 	shares, err := parseCPUShares(cpuShare)
 	if err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/fabric/shm"
 	"github.com/pcor-go/pcor/hws"
+	"github.com/pcor-go/pcor/pcor"
 )
 
 // proc is one started process.
@@ -160,6 +161,9 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 		}
 		if opts.vps > 0 {
 			env = append(env, athread.EnvVPs+"="+strconv.Itoa(opts.vps))
+		}
+		if opts.prices != "" {
+			env = append(env, pcor.EnvPrices+"="+opts.prices)
 		}
 		argv := command(opts, rank, host, env)
 		cmd := exec.Command(argv[0], argv[1:]...)

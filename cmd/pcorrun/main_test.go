@@ -51,7 +51,7 @@ func helper(mode string) int {
 	rank, _ := strconv.Atoi(os.Getenv("PCOR_RANK"))
 	switch {
 	case mode == "env":
-		for _, k := range []string{"PCOR_COORD", "PCOR_RANK", "PCOR_SIZE", "PCOR_JOBKEY", "PCOR_GROUPS", "ATHREAD_VPS"} {
+		for _, k := range []string{"PCOR_COORD", "PCOR_RANK", "PCOR_SIZE", "PCOR_JOBKEY", "PCOR_GROUPS", "ATHREAD_VPS", "PCOR_PRICES"} {
 			fmt.Printf("%s=%s\n", k, os.Getenv(k))
 		}
 		fmt.Fprintf(os.Stderr, "stderr line\n")
@@ -198,6 +198,23 @@ func TestVPsFlag(t *testing.T) {
 		if want := fmt.Sprintf("[%d] ATHREAD_VPS=3\n", rank); !strings.Contains(out, want) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// --prices reaches every process as PCOR_PRICES; a value FromEnv would
+// refuse is refused at once.
+func TestPricesFlag(t *testing.T) {
+	code, out, errs := runHelper(t, "env", "-n", "2", "--prices", "10s")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for rank := range 2 {
+		if want := fmt.Sprintf("[%d] PCOR_PRICES=10s\n", rank); !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if code, _, errs := runHelper(t, "env", "-n", "1", "--prices", "often"); code == 0 || !strings.Contains(errs, "PCOR_PRICES") {
+		t.Errorf("--prices often: exit %d, stderr %q", code, errs)
 	}
 }
 

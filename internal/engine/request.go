@@ -134,6 +134,13 @@ func (r *Request) complete(err error) bool {
 	return true
 }
 
+// Done delivers one value when the request completes. A goroutine that
+// selects on it waits outside the port's progress: Wait drives the port,
+// or counts as one of its waiters, which keeps other threads from taking
+// the port from the dispatcher. After a receive from Done, Wait and Test
+// report the outcome.
+func (r *Request) Done() <-chan struct{} { return r.done }
+
 // Test reports whether the request has completed, and its error if so.
 func (r *Request) Test() (bool, error) {
 	if r.state.Load() == stateDone {

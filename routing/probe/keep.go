@@ -3,24 +3,27 @@ package probe
 import (
 	"context"
 	"errors"
-	"slices"
 	"time"
 
 	"github.com/pcor-go/pcor/pcor"
 	"github.com/pcor-go/pcor/routing"
 )
 
-// Keeper keeps a live node's link prices measured: every Interval it
-// times round trips of a few sizes to the echo thread of every member
-// its routing table reaches directly, records them in the node's
-// routing.Prices (the one given in its JoinConfig) for the link each
-// size takes, and has the node reprice its routes (Node.Reprice), which
-// rebuilds them when a fit drifted. Every member must run Echo on
-// EchoThread. Links pinned in the Prices keep their pinned figures.
+// Keeper keeps a live node's link prices measured with sizes, repetitions
+// and an interval of its own: every Interval it times round trips of a
+// few sizes to the echo thread of every member its routing table reaches
+// directly, records them in the node's routing.Prices (the one given in
+// its JoinConfig) for the link each size takes, and has the node reprice
+// its routes (Node.Reprice), which rebuilds them when a fit drifted.
+// Links pinned in the Prices keep their pinned figures. Every node made
+// by pcor.Join echoes on pcor.PriceThread; a node whose
+// JoinConfig.PriceEvery is positive (the default of pcor.FromEnv) keeps
+// its prices by itself, without a Keeper.
 type Keeper struct {
 	Node   *pcor.Node
 	Prices *routing.Prices
-	// EchoThread is the thread each member echoes probes on.
+	// EchoThread is the thread each member echoes probes on:
+	// pcor.PriceThread, or one that runs Echo.
 	EchoThread pcor.ThreadID
 	// Sizes are the probe sizes (default 16 B, 4, 16 and 64 KiB), Reps the
 	// round trips per size and round (default 5), Interval the time
@@ -29,8 +32,6 @@ type Keeper struct {
 	Reps     int
 	Interval time.Duration
 }
-
-var defaultSizes = []int{16, 4 << 10, 16 << 10, 64 << 10}
 
 // linkTimeout bounds the measurement of one link in a round: a member
 // that does not echo is passed over.
@@ -62,7 +63,7 @@ func (k *Keeper) Run(ctx context.Context) error {
 func (k *Keeper) Round(ctx context.Context) ([]routing.Link, error) {
 	sizes := k.Sizes
 	if len(sizes) == 0 {
-		sizes = defaultSizes
+		sizes = routing.ProbeSizes
 	}
 	reps := k.Reps
 	if reps <= 0 {
@@ -73,39 +74,19 @@ func (k *Keeper) Round(ctx context.Context) ([]routing.Link, error) {
 		return nil, errors.New("probe: the node has no routing table (made by Join or FromEnv?)")
 	}
 	th := k.Node.NewThread()
-	for _, dst := range t.Destinations() {
-		// The sizes each direct link carries (a destination may be
-		// reached by several links, by message size).
-		bySize := map[routing.Link][]int{}
-		var links []routing.Link
-		for _, s := range sizes {
-			rt, ok := t.Lookup(dst, int64(s))
-			if !ok || !rt.Direct() {
-				continue
-			}
-			l := routing.Link{Peer: dst, Fabric: rt.Fabric, Network: rt.Network}
-			if !slices.Contains(links, l) {
-				links = append(links, l)
-			}
-			bySize[l] = append(bySize[l], s)
+	for _, ls := range t.DirectLinks(sizes) {
+		peer := pcor.Addr{Proc: pcor.ProcID(ls.Link.Peer), Thread: k.EchoThread}
+		lctx, cancel := context.WithTimeout(ctx, linkTimeout)
+		err := Measure(lctx, th, peer, ls.Link, k.Prices, ls.Sizes, reps)
+		cancel()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
 		}
-		peer := pcor.Addr{Proc: pcor.ProcID(dst), Thread: k.EchoThread}
-		for _, l := range links {
-			if len(bySize[l]) < 2 {
-				continue // a line needs two sizes
-			}
-			lctx, cancel := context.WithTimeout(ctx, linkTimeout)
-			err := Measure(lctx, th, peer, l, k.Prices, bySize[l], reps)
-			cancel()
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			if errors.Is(err, pcor.ErrPeerDown) || errors.Is(err, pcor.ErrUnreachable) || errors.Is(err, context.DeadlineExceeded) {
-				continue // gone, or not echoing: passed over this round
-			}
-			if err != nil {
-				return nil, err
-			}
+		if errors.Is(err, pcor.ErrPeerDown) || errors.Is(err, pcor.ErrUnreachable) || errors.Is(err, context.DeadlineExceeded) {
+			continue // gone, or not echoing: passed over this round
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
 	return k.Node.Reprice()

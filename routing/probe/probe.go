@@ -70,20 +70,9 @@ func Measure(ctx context.Context, th *pcor.Thread, peer pcor.Addr, l routing.Lin
 		top = max(top, s)
 	}
 	buf := make([]byte, top)
-	for done := 0; done < reps; {
-		block := min(5, reps-done)
-		for _, s := range sizes {
-			for range block {
-				d, err := RoundTrip(ctx, th, peer, buf[:s])
-				if err != nil {
-					return err
-				}
-				prices.Observe(l, s, d/2)
-			}
-		}
-		done += block
-	}
-	return nil
+	return prices.Measure(l, sizes, reps, func(size int) (time.Duration, error) {
+		return RoundTrip(ctx, th, peer, buf[:size])
+	})
 }
 
 // Sender sends on a thread and records each blocking send's time as a
@@ -97,18 +86,13 @@ type Sender struct {
 	Link   routing.Link
 }
 
-// Send sends data to dst with tag (Thread.Send) and records its time.
+// Send sends data to dst with tag (Thread.Send) and records its time
+// (routing.Prices.ObserveSend).
 func (s *Sender) Send(ctx context.Context, dst pcor.Addr, tag pcor.Tag, data []byte) error {
 	t0 := time.Now()
 	if err := s.Thread.Send(ctx, dst, tag, data); err != nil {
 		return err
 	}
-	d := time.Since(t0)
-	if fit, ok := s.Prices.Fit(s.Link); ok {
-		ack := time.Duration(max(fit.Coef[0], 0) * 1e9)
-		if oneWay := d - ack; oneWay > 0 {
-			s.Prices.Observe(s.Link, len(data), oneWay)
-		}
-	}
+	s.Prices.ObserveSend(s.Link, len(data), time.Since(t0))
 	return nil
 }
