@@ -34,8 +34,22 @@ func figuresMain(ctx context.Context, args []string) error {
 	pans := fs.Int("pans", 12, "cached pans and uncached zooms timed in the browser")
 	readme := fs.String("readme", "", "README to write the figures into, between "+figBegin+" and "+figEnd)
 	pcorrun := fs.String("pcorrun", "", "pcorrun binary (default: built with go build, else from $PATH)")
+	only := fs.String("only", "", "measure only these parts, comma-separated: table, throttled, browser (default all; not with --readme)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	parts := map[string]bool{"table": true, "throttled": true, "browser": true}
+	if *only != "" {
+		if *readme != "" {
+			return fmt.Errorf("figures: --only measures part of the figures; --readme writes them all")
+		}
+		clear(parts)
+		for _, p := range strings.Split(*only, ",") {
+			if p != "table" && p != "throttled" && p != "browser" {
+				return fmt.Errorf("figures: --only %q: want table, throttled or browser", p)
+			}
+			parts[p] = true
+		}
 	}
 	set, err := cachedSet(ctx, "figures", *dir, kindPaper, *maxD)
 	if err != nil {
@@ -45,22 +59,28 @@ func figuresMain(ctx context.Context, args []string) error {
 	var out bytes.Buffer
 	w := io.MultiWriter(os.Stdout, &out)
 	fmt.Fprintf(w, "$ go run ./examples/mapviewer figures   # %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
-	if err := paperTimes(ctx, w, set, win, max(1, *reps), *maxD, *pcorrun); err != nil {
-		return err
-	}
-	fmt.Fprintln(w)
-	if err := throttledTimes(ctx, w, set, win, max(1, *throttledReps), *pcorrun); err != nil {
-		if !errors.Is(err, errNoQuota) {
+	if parts["table"] {
+		if err := paperTimes(ctx, w, set, win, max(1, *reps), *maxD, *pcorrun); err != nil {
 			return err
 		}
-		fmt.Fprintf(w, "throttled daemon not measured: %v\n", err)
+		fmt.Fprintln(w)
 	}
-	fmt.Fprintln(w)
-	if err := browserTimes(ctx, w, set, *maxD, max(1, *pans), *pcorrun); err != nil {
-		if !errors.Is(err, browser.ErrNoChromium) {
-			return err
+	if parts["throttled"] {
+		if err := throttledTimes(ctx, w, set, win, max(1, *throttledReps), *pcorrun); err != nil {
+			if !errors.Is(err, errNoQuota) {
+				return err
+			}
+			fmt.Fprintf(w, "throttled daemon not measured: %v\n", err)
 		}
-		fmt.Fprintf(w, "browser latencies not measured: %v\n", err)
+		fmt.Fprintln(w)
+	}
+	if parts["browser"] {
+		if err := browserTimes(ctx, w, set, *maxD, max(1, *pans), *pcorrun); err != nil {
+			if !errors.Is(err, browser.ErrNoChromium) {
+				return err
+			}
+			fmt.Fprintf(w, "browser latencies not measured: %v\n", err)
+		}
 	}
 	if *readme != "" {
 		return writeFigures(*readme, out.String())
@@ -142,6 +162,7 @@ func browserTimes(ctx context.Context, w io.Writer, set tiles.Set, n, reps int, 
 	}
 	defer b.Close()
 	d := pageDriver{b}
+	lm := startLoad()
 	// Cached pans at 1:4: the views right of (0,0) are seen once, then
 	// panned over again, and only those served wholly from the cache count.
 	if err := b.Navigate(ctx, url+"?x=0&y=0&s=4"); err != nil {
@@ -151,6 +172,7 @@ func browserTimes(ctx context.Context, w io.Writer, set tiles.Set, n, reps int, 
 		return err
 	}
 	var cached, render []float64
+	var steps []viewSteps
 	for _, k := range []string{"ArrowRight", "ArrowRight", "ArrowRight", "ArrowRight"} {
 		if _, err := d.do(ctx, d.key(k)); err != nil {
 			return err
@@ -164,6 +186,7 @@ func browserTimes(ctx context.Context, w io.Writer, set tiles.Set, n, reps int, 
 			}
 			if v.Cached && len(cached) < reps {
 				cached, render = append(cached, v.Ms), append(render, v.RenderMs)
+				steps = append(steps, v.Steps)
 			}
 		}
 	}
@@ -176,6 +199,7 @@ func browserTimes(ctx context.Context, w io.Writer, set tiles.Set, n, reps int, 
 		return err
 	}
 	var zoom, zrender []float64
+	var zsteps []viewSteps
 	zoomTiles := 0
 	for range reps {
 		if err := dropCache(ctx, url); err != nil {
@@ -189,16 +213,35 @@ func browserTimes(ctx context.Context, w io.Writer, set tiles.Set, n, reps int, 
 			return fmt.Errorf("wheel zoom from 1:16 showed 1:%d (cached %v), want an uncached 1:10 view", v.S, v.Cached)
 		}
 		zoom, zrender = append(zoom, v.Ms), append(zrender, v.RenderMs)
+		zsteps = append(zsteps, v.Steps)
 		zoomTiles = countTiles(v.Sources)
 		if _, err := d.do(ctx, d.wheel(300, 300, 120)); err != nil {
 			return err
 		}
 	}
-	fmt.Fprintf(w, "browser (headless Chromium, real input events through the DevTools protocol) against serve --daemons %d, 600x600 window;\n", n)
+	fmt.Fprintf(w, "browser (headless Chromium, real input events through the DevTools protocol) against serve --daemons %d, 600x600 window (%s);\n", n, lm.stop())
 	fmt.Fprintf(w, "time from the input event to the image on screen, median [lowest-highest] of %d (server render time in brackets):\n", reps)
 	fmt.Fprintf(w, "  cached pan at 1:4 (arrow key):            %s (render %s)\n", spread(cached), spread(render))
 	fmt.Fprintf(w, "  uncached wheel zoom 1:16 -> 1:10 (%d tiles): %s (render %s)\n", zoomTiles, spread(zoom), spread(zrender))
+	fmt.Fprintf(w, "where the time goes, medians (ms): event to request, to response headers (server render), body (PNG encoding, transfer), image decoding, to the frame shown:\n")
+	fmt.Fprintf(w, "  cached pan:    %s\n", stepMedians(steps))
+	fmt.Fprintf(w, "  uncached zoom: %s\n", stepMedians(zsteps))
 	return nil
+}
+
+// stepMedians prints the median of each step of views' times.
+func stepMedians(vs []viewSteps) string {
+	col := func(f func(viewSteps) float64) float64 {
+		xs := make([]float64, len(vs))
+		for i, v := range vs {
+			xs[i] = f(v)
+		}
+		return medianF(xs)
+	}
+	return fmt.Sprintf("%.1f + %.1f + %.1f + %.1f + %.1f",
+		col(func(v viewSteps) float64 { return v.ToRequest }), col(func(v viewSteps) float64 { return v.ToHeaders }),
+		col(func(v viewSteps) float64 { return v.Body }), col(func(v viewSteps) float64 { return v.Decode }),
+		col(func(v viewSteps) float64 { return v.ToScreen }))
 }
 
 func dropCache(ctx context.Context, base string) error {

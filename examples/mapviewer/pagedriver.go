@@ -16,6 +16,15 @@ type shownView struct {
 	RenderMs float64 // the server's render time
 	Cached   bool    // every tile from the fragment cache
 	Sources  string
+	Steps    viewSteps
+}
+
+// viewSteps divides a view's time (ms): from the input event to the
+// request, to the response's headers (the server's render), the body
+// (PNG encoding and transfer), the image's decoding, and the frame that
+// shows it.
+type viewSteps struct {
+	ToRequest, ToHeaders, Body, Decode, ToScreen float64
 }
 
 // pageDriver works the viewer's page through real input events and
