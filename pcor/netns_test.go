@@ -303,9 +303,11 @@ func BenchmarkLossyLink(b *testing.B) {
 		c, _, _ := transfer(b, l, size)
 		undoA := dropRandom(b, l.a, l.devA, 1)
 		undoB := dropRandom(b, l.b, l.devB, 1)
-		d, _, _ := transfer(b, l, size)
+		d, retransmits, frags := transfer(b, l, size)
 		undoA()
 		undoB()
+		b.Logf("pair %d: lossless %.1f MB/s, lossy %.1f MB/s, ratio %.2f (%d retransmits of %d fragments)",
+			i+1, size/c.Seconds()/1e6, size/d.Seconds()/1e6, c.Seconds()/d.Seconds(), retransmits, frags)
 		clean = append(clean, size/c.Seconds()/1e6)
 		lossy = append(lossy, size/d.Seconds()/1e6)
 		ratio = append(ratio, c.Seconds()/d.Seconds())

@@ -16,6 +16,7 @@ type PortStats struct {
 	Retransmits   uint64
 	Timeouts      uint64
 	FastRetrans   uint64
+	Probes        uint64 // tail probes sent before a retransmission timeout
 	Duplicates    uint64
 	BusySent      uint64
 	BusyRecv      uint64
@@ -55,7 +56,7 @@ func portStats(s engine.PortStats) PortStats {
 		Fabric: s.Fabric, Endpoint: s.Endpoint, Mode: Mode(s.Mode),
 		FragsSent: s.FragsSent, FragsRecv: s.FragsRecv, BytesSent: s.BytesSent, BytesRecv: s.BytesRecv,
 		AcksSent: s.AcksSent, AcksRecv: s.AcksRecv, Retransmits: s.Retransmits, Timeouts: s.Timeouts,
-		FastRetrans: s.FastRetrans, Duplicates: s.Duplicates, BusySent: s.BusySent, BusyRecv: s.BusyRecv,
+		FastRetrans: s.FastRetrans, Probes: s.Probes, Duplicates: s.Duplicates, BusySent: s.BusySent, BusyRecv: s.BusyRecv,
 		Forwarded: s.Forwarded, Drops: s.Drops, DroppedTotal: s.DroppedTotal,
 		MessagesRecv: s.MessagesRecv, MessagesSent: s.MessagesSent,
 		SendErrors: s.SendErrors, ReceiveErrors: s.ReceiveErrors, MessagesInPlace: s.MessagesInPlace,

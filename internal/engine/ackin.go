@@ -55,13 +55,14 @@ func (p *peer) applyAckLocked(a *wire.AckBody, now int64, b *batch) (fastRetrans
 	newly := p.ackCumulativeLocked(a.Cum, b)
 	n, highest := p.ackSelectiveLocked(a, b)
 	newly += n
+	if highest > t.sackHigh {
+		t.sackHigh = highest
+	}
 	if a.NSack > 0 {
-		if first, lost := t.markLost(highest, now); lost > 0 {
-			fastRetrans = true
-			t.onFastLoss(first, lost)
-		}
+		fastRetrans = p.detectLossLocked(now)
 	}
 	if newly > 0 {
+		t.progressAt, t.probes = now, 0
 		t.busyDelay = time.Millisecond
 		t.onAcked(newly, float64(e.cfg.Window))
 		t.resetBackoff(e.cfg.MinRTO, e.cfg.MaxRTO)
@@ -122,30 +123,68 @@ func (p *peer) ackSelectiveLocked(a *wire.AckBody, b *batch) (newly int, highest
 	return newly, highest
 }
 
+// detectLossLocked marks for retransmission the holes the selective
+// acknowledgements show, and has the timer look again at those too young
+// to count yet: no later acknowledgement may come to show them again (the
+// last fragments of a window, or of a stream that stops). It reports
+// whether a loss was found. p.mu is held.
+func (p *peer) detectLossLocked(now int64) bool {
+	t := &p.tx
+	l := t.markLost(t.sackHigh, now)
+	if l.recheck != 0 {
+		p.armTimerLocked(l.recheck, now)
+	}
+	if l.n == 0 {
+		return false
+	}
+	t.onFastLoss(l.first, l.n, l.burst)
+	return true
+}
+
+// losses are the fragments one look at the selective acknowledgements
+// found lost.
+type losses struct {
+	first   uint64 // the first of them
+	n       int    // how many
+	burst   int    // the longest run of consecutive sequence numbers among them
+	recheck int64  // when the first hole too young to count becomes old enough (0: none)
+}
+
 // markLost marks for retransmission the fragments that the selective
-// acknowledgements passed by dupAckThreshold or more and that were sent at
-// least a smoothed round trip ago. It returns the first of them and how
-// many there are.
-func (t *txStream) markLost(highest uint64, now int64) (first uint64, lost int) {
+// acknowledgements passed by dupAckThreshold or more (highest is the end of
+// the highest block), that were sent no later than a fragment since
+// acknowledged, and at least a smoothed round trip ago: a younger hole may
+// be a fragment overtaken on the way. (A fragment sent again is passed
+// only by fragments sent after it: those that passed its first
+// transmission say nothing about the second, which may be on its way.)
+func (t *txStream) markLost(highest uint64, now int64) (l losses) {
+	run := 0
 	for i := 0; i < t.rlen; i++ {
 		en := t.at(i)
 		if en.seq+dupAckThreshold >= highest {
 			break
 		}
-		if en.sacked || en.need || en.sentAt == 0 {
+		if en.sacked || en.need || en.sentAt == 0 || en.sentAt > t.deliveredAt {
+			run = 0
 			continue
 		}
-		if now-en.sentAt < int64(t.srtt) {
+		if at := en.sentAt + int64(t.srtt); now < at {
+			if l.recheck == 0 || at < l.recheck {
+				l.recheck = at
+			}
+			run = 0
 			continue
 		}
-		if lost == 0 {
-			first = en.seq
+		if l.n == 0 {
+			l.first = en.seq
 		}
-		lost++
+		l.n++
+		run++
+		l.burst = max(l.burst, run)
 		en.need = true
 		t.nNeed++
 	}
-	return first, lost
+	return l
 }
 
 func inSack(a *wire.AckBody, seq uint64) bool {
@@ -161,6 +200,9 @@ func inSack(a *wire.AckBody, seq uint64) bool {
 // send completes here (nobody waits for it), so that its entry leaving the
 // stream afterwards frees it.
 func (p *peer) ackedLocked(en *txEntry, b *batch) {
+	if en.sentAt > p.tx.deliveredAt {
+		p.tx.deliveredAt = en.sentAt
+	}
 	if en.kind != wire.Data || en.req == nil {
 		return
 	}

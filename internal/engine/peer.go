@@ -75,6 +75,12 @@ type peer struct {
 
 	mu sync.Mutex
 	tx txStream
+	// xmitMu is held by pump from cutting a batch of datagrams until the
+	// fabric has them, so that batches leave in the order they were cut:
+	// a probe cut while an earlier batch was still being handed over
+	// would overtake it, and its acknowledgement would make the fragments
+	// behind it look lost.
+	xmitMu sync.Mutex
 
 	// reliable: the peer is sent to on the reliable path (reliable.go);
 	// sendMu is held by the one thread transmitting to it there; lost

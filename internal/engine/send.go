@@ -76,6 +76,7 @@ func (p *peer) pump() {
 	}
 	for {
 		b := p.e.getBatch()
+		p.xmitMu.Lock()
 		p.rxmu.Lock()
 		b.ackCum, b.piggy = p.rx.cum, p.rx.cum > 0 || p.rx.ackPending
 		p.rxmu.Unlock()
@@ -91,6 +92,7 @@ func (p *peer) pump() {
 			p.rxmu.Unlock()
 		}
 		p.e.transmitRuns(b.ports, b.dgs)
+		p.xmitMu.Unlock()
 		for _, r := range b.reqs {
 			if r.refs.Add(-1) == 0 {
 				r.free()
@@ -115,26 +117,21 @@ func (p *peer) fillLocked(b *batch, rs routeSet, now int64) {
 		return
 	}
 	cwnd := int(t.cwnd)
+	if t.probeSeq != 0 {
+		if en := t.find(t.probeSeq); en != nil && en.need {
+			p.resendLocked(b, rs, en, now)
+		}
+		t.probeSeq = 0
+	}
 	if t.nNeed > 0 {
 		for i := 0; i < t.rlen && t.nNeed > 0 && !b.full() && t.pipe() < cwnd; i++ {
-			en := t.at(i)
-			if !en.need {
-				continue
+			if en := t.at(i); en.need {
+				p.resendLocked(b, rs, en, now)
 			}
-			en.need = false
-			t.nNeed--
-			rt := en.req.rt
-			if !rs.has(rt) {
-				rt = rs.repick(int64(len(en.req.data)), int(en.req.fragSize)+wire.HeaderSize)
-				en.req.rt = rt
-			}
-			if en.sentAt != 0 {
-				en.retrans = true
-				rt.disp.c.retrans.Add(1)
-			}
-			en.sentAt = now
-			p.build(b, rt, en)
 		}
+	}
+	if t.rlen == 0 {
+		t.progressAt, t.probes = now, 0 // a new flight starts
 	}
 	for !b.full() && t.queue.head != nil && t.pipe() < cwnd && t.rlen < t.peerWin {
 		r := t.queue.head
@@ -155,8 +152,31 @@ func (p *peer) fillLocked(b *batch, rs routeSet, now int64) {
 		p.build(b, r.rt, t.at(t.rlen-1))
 	}
 	if t.rlen > 0 {
-		p.armTimerLocked(now+int64(t.rto), now)
+		at := now + int64(t.rto)
+		if pa := t.probeAt(p.e.cfg.AckDelay); pa != 0 {
+			at = min(at, max(pa, now))
+		}
+		p.armTimerLocked(at, now)
 	}
+}
+
+// resendLocked adds fragment en, due for (re)transmission, to b. p.mu is
+// held.
+func (p *peer) resendLocked(b *batch, rs routeSet, en *txEntry, now int64) {
+	t := &p.tx
+	en.need = false
+	t.nNeed--
+	rt := en.req.rt
+	if !rs.has(rt) {
+		rt = rs.repick(int64(len(en.req.data)), int(en.req.fragSize)+wire.HeaderSize)
+		en.req.rt = rt
+	}
+	if en.sentAt != 0 {
+		en.retrans = true
+		rt.disp.c.retrans.Add(1)
+	}
+	en.sentAt = now
+	p.build(b, rt, en)
 }
 
 // fragSizeFor spreads a message of total bytes evenly over the fewest

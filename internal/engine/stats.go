@@ -42,9 +42,13 @@ type PortStats struct {
 	Retransmits uint64
 	Timeouts    uint64
 	FastRetrans uint64
-	Duplicates  uint64
-	BusySent    uint64
-	BusyRecv    uint64
+	// Probes counts tail probes: a fragment sent again because no
+	// acknowledgement came for two round trips, before the retransmission
+	// timeout.
+	Probes     uint64
+	Duplicates uint64
+	BusySent   uint64
+	BusyRecv   uint64
 	// Holds counts datagrams given back to a reliable fabric for want of
 	// room, to be received again later.
 	Holds         uint64
@@ -81,7 +85,7 @@ type counters struct {
 	acksSent, acksRecv, retrans, dups          atomic.Uint64
 	busySent, busyRecv, forwarded              atomic.Uint64
 	holds                                      atomic.Uint64
-	timeouts, fastRetrans                      atomic.Uint64
+	timeouts, fastRetrans, probes              atomic.Uint64
 	msgsRecv, msgsSent, sendErrs, recvErrs     atomic.Uint64
 	drops                                      [nDrops]atomic.Uint64
 
@@ -98,6 +102,7 @@ func (c *counters) snapshot(s *PortStats) {
 	s.Retransmits = c.retrans.Load()
 	s.Timeouts = c.timeouts.Load()
 	s.FastRetrans = c.fastRetrans.Load()
+	s.Probes = c.probes.Load()
 	s.Duplicates = c.dups.Load()
 	s.BusySent = c.busySent.Load()
 	s.BusyRecv = c.busyRecv.Load()

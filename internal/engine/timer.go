@@ -20,6 +20,53 @@ func (p *peer) armTimerLocked(at, now int64) {
 	t.timer.Reset(d)
 }
 
+// maxProbes is the most tail probes between two progresses of a stream.
+const maxProbes = 2
+
+// probeAt is when the stream is due for a tail probe (0: not due for one):
+// the probe timeout (two smoothed round trips and the receiver's
+// acknowledgement delay) after its last progress, if that comes before the
+// retransmission timeout, and once more twice as long after that. A probe
+// sends the last fragment in flight again, which the receiver acknowledges
+// at once: if the acknowledgement of the window was lost, or the window's
+// last fragments (which no later fragment's acknowledgement would show
+// lost), the answer tells the sender so within a few round trips, and the
+// window need not collapse to a timeout. (A probe may go before the
+// acknowledgement it stands in for is lost, when the receiver was slow:
+// the second covers it.)
+func (t *txStream) probeAt(ackDelay time.Duration) int64 {
+	if t.rlen == 0 || t.srtt == 0 || t.probes >= maxProbes {
+		return 0
+	}
+	pto := 2*t.srtt + max(ackDelay, 0)
+	if pto >= t.rto {
+		return 0
+	}
+	if t.probes == 0 {
+		return t.progressAt + int64(pto)
+	}
+	return t.probedAt + 2*int64(pto)
+}
+
+// probeLocked marks the last fragment in flight for a tail probe, sent
+// whatever the congestion window. It reports false if there is none (all
+// acknowledged or due anyway); either way it counts as one.
+func (t *txStream) probeLocked(now int64) bool {
+	t.probes++
+	t.probedAt = now
+	for i := t.rlen - 1; i >= 0; i-- {
+		en := t.at(i)
+		if en.sacked || en.need || en.sentAt == 0 {
+			continue
+		}
+		en.need = true
+		t.nNeed++
+		t.probeSeq = en.seq
+		return true
+	}
+	return false
+}
+
 // onTimer retransmits what timed out, resumes after BUSY, and declares the
 // peer unreachable after a silence of UnreachableTimeout.
 func (p *peer) onTimer() {
@@ -50,36 +97,63 @@ func (p *peer) onTimer() {
 		p.pump()
 		return
 	}
-	expired := false
+	var c *counters
+	if rt := p.ctrl(); rt != nil {
+		c = &rt.disp.c
+	}
+	next := now + int64(t.rto)
+	// Holes the last acknowledgements showed, now old enough to be lost.
+	fast := t.sackHigh != 0 && p.detectLossLocked(now)
+	if fast && c != nil {
+		c.fastRetrans.Add(1)
+	}
+	// The retransmission timeout runs from the oldest transmission in
+	// flight. When it expires, everything in flight and not selectively
+	// acknowledged is taken as lost: the window restarts from minCwnd, and
+	// fragments left counted in flight would hold it shut (over a lossy
+	// link it stayed shut, nothing sent, for about a second while a few
+	// thousand fragments timed out in turn).
+	var oldest int64
 	var first uint64
 	for i := 0; i < t.rlen; i++ {
 		en := t.at(i)
 		if en.sacked || en.need || en.sentAt == 0 {
 			continue
 		}
-		if now-en.sentAt >= int64(t.rto) {
-			if !expired {
-				first = en.seq
-			}
-			en.need = true
-			t.nNeed++
-			expired = true
+		if oldest == 0 || en.sentAt < oldest {
+			oldest, first = en.sentAt, en.seq
 		}
 	}
+	expired := oldest != 0 && now-oldest >= int64(t.rto)
 	if expired {
-		if rt := p.ctrl(); rt != nil {
-			rt.disp.c.timeouts.Add(1)
+		for i := 0; i < t.rlen; i++ {
+			if en := t.at(i); !en.sacked && !en.need && en.sentAt != 0 {
+				en.need = true
+				t.nNeed++
+			}
+		}
+		oldest = 0
+		if c != nil {
+			c.timeouts.Add(1)
 		}
 		t.onLoss(first, true)
+		t.probes = maxProbes // what timed out goes again: no probe until progress
 		t.rto *= 2
 		if t.rto > e.cfg.MaxRTO {
 			t.rto = e.cfg.MaxRTO
 		}
+	} else if at := t.probeAt(e.cfg.AckDelay); !fast && at != 0 && now >= at && t.probeLocked(now) {
+		if c != nil {
+			c.probes.Add(1)
+		}
 	}
-	next := now + int64(t.rto)
-	if d := last + int64(e.cfg.UnreachableTimeout) + int64(time.Millisecond); d < next {
-		next = d
+	if oldest != 0 {
+		next = min(next, oldest+int64(t.rto))
 	}
+	if at := t.probeAt(e.cfg.AckDelay); at != 0 {
+		next = min(next, max(at, now))
+	}
+	next = min(next, last+int64(e.cfg.UnreachableTimeout)+int64(time.Millisecond))
 	p.armTimerLocked(next, now)
 	p.mu.Unlock()
 	p.pump()

@@ -42,6 +42,21 @@ type txStream struct {
 	lossRunEnd uint64 // the round trip ends with losses at or above this seq
 	peerWin    int
 
+	// sackHigh is the highest seq the selective acknowledgements reached
+	// (+1): a hole below it that was too young to count as lost when the
+	// acknowledgement came is looked at again by the timer.
+	sackHigh uint64
+	// deliveredAt is the latest transmission time of a fragment
+	// acknowledged.
+	deliveredAt int64
+	// progressAt is when the stream last made progress: an acknowledgement
+	// retired fragments, or fragments left with nothing in flight. probes
+	// counts the tail probes since, the last at probedAt.
+	progressAt int64
+	probes     int
+	probedAt   int64
+	probeSeq   uint64 // a tail probe to send whatever the window (0: none)
+
 	srtt, rttvar, rto time.Duration
 
 	busyUntil    int64
@@ -169,26 +184,31 @@ func (t *txStream) onLoss(seq uint64, timeout bool) {
 	t.recoverSeq = t.nextSeq
 }
 
-// Congestion shows as many fragments lost at once (a full queue drops
-// what arrives while it is full); a lossy link drops one now and then
-// whatever the load. Only the first shrinks the window.
+// Congestion shows as fragments lost back to back (a full queue drops
+// everything that arrives while it is full) or as many lost in a round
+// trip; a lossy link drops one now and then whatever the load. Only
+// congestion shrinks the window.
 const (
-	burstLoss     = 3 // fragments found lost by one acknowledgement
+	burstLoss     = 3 // consecutive fragments lost
 	lossTolerance = 8 // losses in a round trip above 1 in lossTolerance of the window
 )
 
 // onFastLoss takes n fragments that selective acknowledgements showed
-// lost, the first being seq. They are retransmitted in any case; the
-// window shrinks only when the round trip's losses look like congestion.
-// Halving the window for every isolated random loss held a link that loses
-// 1% of its frames at a window of about a dozen fragments, a third of its
-// lossless throughput.
-func (t *txStream) onFastLoss(seq uint64, n int) {
+// lost, the first being seq, burst of them at most in a row. They are
+// retransmitted in any case; the window shrinks only when the round trip's
+// losses look like congestion. Halving the window for every isolated
+// random loss held a link that loses 1% of its frames at a window of about
+// a dozen fragments, a third of its lossless throughput; halving it for
+// three scattered losses found by one acknowledgement (acknowledgements
+// come a batch of fragments apart, and a hole counts only once a round
+// trip old) still halved it 17 to 26 times in a 64 MiB message over such a
+// link, holding it at 40 to 80 fragments.
+func (t *txStream) onFastLoss(seq uint64, n, burst int) {
 	if seq >= t.lossRunEnd {
 		t.lossRun, t.lossRunEnd = 0, t.nextSeq
 	}
 	t.lossRun += n
-	if n >= burstLoss || t.lossRun*lossTolerance > int(t.cwnd) {
+	if burst >= burstLoss || t.lossRun*lossTolerance > int(t.cwnd) {
 		t.onLoss(seq, false)
 	}
 }
