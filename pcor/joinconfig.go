@@ -49,8 +49,8 @@ type JoinConfig struct {
 	// PriceEvery, if positive, has the node measure its links by itself:
 	// every PriceEvery (the first time a second after Join) it times
 	// round trips of a few sizes to every member it reaches directly
-	// (MeasureLinks), and it records its blocking sends of up to 16 KiB
-	// as passive samples, in Prices (a new one if nil). Zero or negative:
+	// (MeasureLinks), and it records one in eight of its blocking sends
+	// of up to 16 KiB as passive samples, in Prices (a new one if nil). Zero or negative:
 	// the node measures nothing unless told (MeasureLinks). FromEnv sets
 	// it from PCOR_PRICES. Every node answers the others' probes.
 	PriceEvery time.Duration

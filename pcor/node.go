@@ -21,6 +21,7 @@ type Node struct {
 	// recorded as passive samples.
 	pricer  *pricer
 	passive bool
+	sends   atomic.Uint64 // blocking sends that could be sampled
 
 	mu         sync.Mutex
 	listens    []Listen

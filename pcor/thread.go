@@ -59,10 +59,12 @@ func (t *Thread) Ssend(ctx context.Context, dst Addr, tag Tag, data []byte) erro
 	return t.send(ctx, dst, tag, data)
 }
 
-// send is a blocking send; on a node that measures its links, one of at
-// most EagerLimit bytes to another process is timed as a passive sample.
+// send is a blocking send; on a node that measures its links, every
+// passiveEvery-th one of at most EagerLimit bytes to another process is
+// timed as a passive sample.
 func (t *Thread) send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
-	if !t.node.passive || len(data) > engine.EagerLimit || dst.Proc == t.node.Proc() {
+	if !t.node.passive || len(data) > engine.EagerLimit || dst.Proc == t.node.Proc() ||
+		t.node.sends.Add(1)%passiveEvery != 0 {
 		return apiError(t.ep.Send(ctx, engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data))
 	}
 	t0 := time.Now()

@@ -74,3 +74,19 @@ func BenchmarkMapBaseline(b *testing.B) {
 	}
 	_ = sink
 }
+
+// BenchmarkObserveSend is the cost of a passive sample: what a node that
+// measures its links adds to each blocking send.
+func BenchmarkObserveSend(b *testing.B) {
+	var p Prices
+	l := Link{Peer: 1, Fabric: "udp", Network: "a"}
+	for _, s := range ProbeSizes {
+		for range 5 {
+			p.Observe(l, s, time.Duration(10000+s/100))
+		}
+	}
+	p.Refit()
+	for b.Loop() {
+		p.ObserveSend(l, 8000, 30*time.Microsecond)
+	}
+}
