@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"runtime"
 	"sync/atomic"
 )
 
@@ -126,8 +127,11 @@ func (r *Request) complete(err error) bool {
 		return false
 	}
 	r.err = err
-	r.state.Store(stateDone)
+	// The signal goes before the state: an owner that sees the request
+	// done (a driving waiter, Test) and reuses it finds the signal there
+	// for reset to drain; none can land in the next use.
 	r.done <- struct{}{}
+	r.state.Store(stateDone)
 	if d := r.driver.Load(); d != nil {
 		d.interrupt()
 	}
@@ -143,16 +147,31 @@ func (r *Request) Done() <-chan struct{} { return r.done }
 
 // Test reports whether the request has completed, and its error if so.
 func (r *Request) Test() (bool, error) {
-	if r.state.Load() == stateDone {
+	if r.completed() {
 		return true, r.err
 	}
 	return false, nil
 }
 
+// completed reports whether the request is done, waiting out a
+// completion under way (between its signal and its state).
+func (r *Request) completed() bool {
+	for {
+		switch r.state.Load() {
+		case stateDone:
+			return true
+		case stateClaimed:
+			runtime.Gosched()
+		default:
+			return false
+		}
+	}
+}
+
 // Wait blocks until the request completes or ctx ends. Cancelling ctx
 // stops the wait only: the request stays pending (see Cancel).
 func (r *Request) Wait(ctx context.Context) error {
-	if r.state.Load() == stateDone {
+	if r.completed() {
 		return r.err
 	}
 	if r.via != nil {
