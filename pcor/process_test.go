@@ -55,6 +55,8 @@ func runRole(role string) int {
 		return sourcePeer()
 	case "shm-echo":
 		return echoPeer("shm")
+	case "shm-threads-echo":
+		return shmThreadsEchoPeer()
 	case "shm-mute":
 		return shmMutePeer()
 	case "shm-raw-echo":

@@ -268,7 +268,9 @@ func parseAnnouncement(b []byte) (a announcement, ok bool) {
 	if !ok1 || !ok2 || !ok3 || len(b) != 0 {
 		return a, false
 	}
-	a.desc, a.kind, a.ep = desc, string(kind), string(ep)
+	// Copied: b is the storage of the announcement's control block,
+	// reused once it is freed, and a read may start later.
+	a.desc, a.kind, a.ep = append([]byte(nil), desc...), string(kind), string(ep)
 	return a, true
 }
 
