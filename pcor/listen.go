@@ -24,7 +24,10 @@ type Listen struct {
 	// RegisterFabric.
 	Fabric string
 	// Addr is the local address, e.g. "127.0.0.1:0" (0: any free port);
-	// for shm, the port's name ("": one unique to the process).
+	// for shm, the port's name ("": one unique to the process); for rdma,
+	// the device and port number ("": the first device; "rxe0",
+	// "rxe0:1"), the endpoint being the address of the port's own queue
+	// pair, which the directory publishes.
 	Addr string
 	// Network names the network the port is attached to (for routing).
 	// Default: the one the port names itself (fabric.Networked: for shm,

@@ -63,6 +63,8 @@ func runRole(role string) int {
 		return shmRawEchoPeer()
 	case "rdma-echo":
 		return echoPeer("rdma")
+	case "rdma-member":
+		return rdmaMemberPeer()
 	case "slowsink":
 		return slowSinkPeer()
 	case "idle":

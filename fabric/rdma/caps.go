@@ -4,8 +4,8 @@ import "github.com/pcor-go/pcor/fabric"
 
 // Caps: the RC transport checks every packet with its invariant CRC, the
 // port reads peers' exposed memory (RemoteReader), and it learns within
-// milliseconds that a peer is gone (its handshake connection ends or a
-// work request to it fails). Datagrams are not promised: a send to a peer
+// seconds that a peer is gone (it says so as it closes, it stops answering
+// the keep-alive, or a work request to it fails). Datagrams are not promised: a send to a peer
 // being connected or retired is dropped.
 func (p *Port) Caps() fabric.Caps { return fabric.Protected | fabric.RemoteMemory | fabric.PeerLost }
 

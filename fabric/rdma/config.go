@@ -8,18 +8,12 @@ import (
 )
 
 // Config selects the device and sizes a Port. The zero value picks the
-// first supported device, port 1, its first RoCEv2 IPv4 GID and a
-// handshake listener on 127.0.0.1 with an ephemeral port.
+// first supported device, port 1 and its first RoCEv2 IPv4 GID.
 type Config struct {
 	Sysfs  string // sysfs mount; default /sys
 	Device string // ib device name; default the first supported one
 	Port   uint8  // device port; default 1
 	GID    string // local GID (IPv6 or IPv4 form) to send from; default automatic
-
-	// Addr is the TCP address of the handshake listener, which is also the
-	// port's Endpoint. Default "127.0.0.1:0". An unspecified host
-	// (0.0.0.0, ::) is advertised as the GID's IPv4 address.
-	Addr string
 
 	RecvBuffers int // 64 KiB receive buffers in the pool; default 256
 	RecvPerPeer int // receive buffers posted on each peer QP; default 32
@@ -34,13 +28,19 @@ type Config struct {
 	MaxRegions int
 
 	HandshakeTimeout time.Duration // connecting to a peer; default 5s
-	SendTimeout      time.Duration // waiting for send credit before a peer is declared dead; default 10s
-	RetryBackoff     time.Duration // after a failed connect, drop to that peer for this long; default 1s
+	// KeepAlive is how often the port asks each connected peer whether it
+	// is still there; default 200ms. PeerTimeout is how long a peer may
+	// stay silent before it is declared lost; default 2s. (A peer that
+	// closes its port says so at once.)
+	KeepAlive    time.Duration
+	PeerTimeout  time.Duration
+	SendTimeout  time.Duration // waiting for send credit before a peer is declared dead; default 10s
+	RetryBackoff time.Duration // after a failed connect, drop to that peer for this long; default 1s
 
 	// AckTimeout is the QP ACK timeout exponent, 4.096µs·2^n; default 16
-	// (268 ms). A dead peer is noticed at once through its handshake
-	// connection, so the transport timeout only has to be long enough not
-	// to fire spuriously on a busy (or emulated) host.
+	// (268 ms). A dead peer is noticed through the keep-alive, so the
+	// transport timeout only has to be long enough not to fire spuriously
+	// on a busy (or emulated) host.
 	AckTimeout uint8
 	RetryCount uint8 // transport retries; default 7
 	RNRRetry   uint8 // receiver-not-ready retries, 7 = forever; default 7
@@ -56,9 +56,6 @@ const MaxDatagram = fabric.MaxDatagramSize
 func (c Config) withDefaults() Config {
 	if c.Port == 0 {
 		c.Port = 1
-	}
-	if c.Addr == "" {
-		c.Addr = "127.0.0.1:0"
 	}
 	if c.RecvBuffers <= 0 {
 		c.RecvBuffers = 256
@@ -86,6 +83,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.HandshakeTimeout <= 0 {
 		c.HandshakeTimeout = 5 * time.Second
+	}
+	if c.KeepAlive <= 0 {
+		c.KeepAlive = 200 * time.Millisecond
+	}
+	if c.PeerTimeout <= 0 {
+		c.PeerTimeout = 2 * time.Second
+	}
+	if c.PeerTimeout < 4*c.KeepAlive {
+		c.PeerTimeout = 4 * c.KeepAlive
 	}
 	if c.SendTimeout <= 0 {
 		c.SendTimeout = 10 * time.Second

@@ -2,25 +2,31 @@ package rdma
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pcor-go/pcor/internal/verbs"
 )
 
-// conn is the queue pair to one peer, with the TCP connection of its
-// handshake kept open as a liveness signal.
+// conn is the pair of RC queue pairs to one peer: one for datagrams, one
+// for one-sided reads.
 type conn struct {
 	p    *Port
 	ep   string // the peer's endpoint
+	to   udAddr // the same, parsed
+	key  acceptKey
 	qp   *verbs.QP
 	psn  uint32
 	rma  *verbs.QP // one-sided reads (see rma.go)
 	rpsn uint32
-	tcp  net.Conn
+	rem  uint32 // the peer's datagram QPN once connected (Port.mu)
 	dead atomic.Bool
+
+	heard   atomic.Int64  // when the peer last answered (UnixNano)
+	active  atomic.Uint64 // work completed with the peer: it answers too
+	seen    uint64        // active when keepAlive last looked (cmLoop)
+	goneErr error         // the peer closed: fail with this once drained (Port.rxMu)
 
 	outstanding int // posted sends not yet completed (Port.sendMu)
 	rung        bool
@@ -32,6 +38,67 @@ type conn struct {
 
 	failOnce sync.Once
 	err      error
+}
+
+// dialState is a connection attempt other senders to the same endpoint
+// wait for.
+type dialState struct {
+	done chan struct{}
+	c    *conn
+}
+
+// connFor returns the live conn to ep, dialing it if there is none. It
+// returns nil when the peer cannot be reached now (the datagram is then
+// dropped).
+func (p *Port) connFor(ep string) *conn {
+	p.mu.Lock()
+	if c := p.conns[ep]; c != nil && !c.dead.Load() {
+		p.mu.Unlock()
+		return c
+	}
+	if t, ok := p.failed[ep]; ok && time.Now().Before(t) {
+		p.mu.Unlock()
+		return nil
+	}
+	if d := p.dialing[ep]; d != nil {
+		p.mu.Unlock()
+		select {
+		case <-d.done:
+		case <-time.After(p.cfg.HandshakeTimeout):
+		}
+		return d.c
+	}
+	d := &dialState{done: make(chan struct{})}
+	p.dialing[ep] = d
+	c, err := p.newConnLocked()
+	p.mu.Unlock()
+	if err == nil {
+		err = p.dial(c, ep)
+	}
+	p.mu.Lock()
+	delete(p.dialing, ep)
+	if err != nil {
+		p.stats.handshakeFailures.Add(1)
+		if t := time.Now().Add(p.cfg.RetryBackoff); t.After(p.failed[ep]) {
+			p.failed[ep] = t
+		}
+		if c != nil {
+			c.dead.Store(true)
+			p.deadConns.Add(1)
+			if !p.closed.Load() {
+				c.qp.ToError()
+				c.rma.ToError()
+			}
+		}
+		c = nil
+	} else {
+		delete(p.failed, ep)
+		p.conns[ep] = c
+	}
+	d.c = c
+	close(d.done)
+	p.mu.Unlock()
+	return c
 }
 
 // newConn creates a QP in INIT with RecvPerPeer receives posted. It runs
@@ -79,44 +146,30 @@ func (p *Port) newConnLocked() (*conn, error) {
 }
 
 // connect brings both QPs to RTS towards the peer's.
-func (c *conn) connect(rem hello) error {
+func (c *conn) connect(qp, rma verbs.Remote) error {
 	p := c.p
-	if err := c.qp.ToRTR(p.cfg.Port, uint8(p.gid.Index), p.mtu, rem.Remote); err != nil {
+	if err := c.qp.ToRTR(p.cfg.Port, uint8(p.gid.Index), p.mtu, qp); err != nil {
 		return err
 	}
 	if err := c.qp.ToRTS(c.psn, p.cfg.AckTimeout, p.cfg.RetryCount, p.cfg.RNRRetry); err != nil {
 		return err
 	}
-	if err := c.rma.ToRTR(p.cfg.Port, uint8(p.gid.Index), p.mtu, rem.RMA); err != nil {
+	if err := c.rma.ToRTR(p.cfg.Port, uint8(p.gid.Index), p.mtu, rma); err != nil {
 		return err
 	}
 	return c.rma.ToRTS(c.rpsn, p.cfg.AckTimeout, p.cfg.RetryCount, p.cfg.RNRRetry)
 }
 
-func (c *conn) local() hello {
-	g := c.p.gid.GID
-	return hello{Remote: verbs.Remote{GID: g, QPN: c.qp.QPN, PSN: c.psn},
-		RMA: verbs.Remote{GID: g, QPN: c.rma.QPN, PSN: c.rpsn}, Endpoint: c.p.local.String()}
+func (c *conn) localQP() verbs.Remote {
+	return verbs.Remote{GID: c.p.gid.GID, QPN: c.qp.QPN, PSN: c.psn}
 }
-
-// watch waits for the handshake connection to end (the peer closed or
-// died) and then fails the conn.
-func (c *conn) watch() {
-	var b [64]byte
-	for {
-		if _, err := c.tcp.Read(b[:]); err != nil {
-			if err == io.EOF {
-				err = fmt.Errorf("rdma: peer %s closed its handshake connection", c.ep)
-			}
-			c.fail(fmt.Errorf("%w: %v", ErrPeerLost, err))
-			return
-		}
-	}
+func (c *conn) localRMA() verbs.Remote {
+	return verbs.Remote{GID: c.p.gid.GID, QPN: c.rma.QPN, PSN: c.rpsn}
 }
 
 // fail retires the conn: it moves the QP to the error state (outstanding
 // work completes as flushed), stops sends to it and forgets it as the
-// route to its endpoint, so that the next Send dials afresh.
+// route to its endpoint, so that a later Send dials afresh.
 func (c *conn) fail(err error) {
 	c.failOnce.Do(func() {
 		c.err = err
@@ -131,15 +184,19 @@ func (c *conn) fail(err error) {
 		if p.conns[c.ep] == c {
 			delete(p.conns, c.ep)
 		}
+		// A new connection to the peer is not tried for a while: a peer
+		// whose queue pair failed has most likely died, and a dial that
+		// nobody answers would hold its caller for HandshakeTimeout.
+		if c.ep != "" && c.rem != 0 {
+			if t := time.Now().Add(max(p.cfg.RetryBackoff, p.cfg.PeerTimeout)); t.After(p.failed[c.ep]) {
+				p.failed[c.ep] = t
+			}
+		}
 		if !p.closed.Load() {
 			c.qp.ToError()
 			c.rma.ToError() // posted reads complete as flushed
 		}
-		tcp := c.tcp
 		p.mu.Unlock()
-		if tcp != nil {
-			tcp.Close()
-		}
 		if !p.closed.Load() && c.ep != "" {
 			p.peerLost(c.ep)
 		}
@@ -165,7 +222,7 @@ func (p *Port) retireDead() {
 	defer p.rmaMu.Unlock()
 	kept := p.all[:0]
 	for _, c := range p.all {
-		if c.dead.Load() && c.outstanding == 0 && c.recvPosted == 0 && c.rmaPosted == 0 && c.tcpClosed() {
+		if c.dead.Load() && c.outstanding == 0 && c.recvPosted == 0 && c.rmaPosted == 0 {
 			for i, rc := range p.rxConns {
 				if rc == c {
 					p.rxConns = append(p.rxConns[:i], p.rxConns[i+1:]...)
@@ -174,6 +231,9 @@ func (p *Port) retireDead() {
 			}
 			if p.byQPN[c.qp.QPN] == c {
 				delete(p.byQPN, c.qp.QPN)
+			}
+			if p.accepted[c.key] == c {
+				delete(p.accepted, c.key)
 			}
 			c.qp.Close()
 			c.rma.Close()
@@ -186,7 +246,3 @@ func (p *Port) retireDead() {
 	clear(p.all[len(kept):])
 	p.all = kept
 }
-
-// tcpClosed reports that the conn's handshake connection is no longer
-// in use (failed conns close it in fail).
-func (c *conn) tcpClosed() bool { return c.err != nil || c.tcp == nil }

@@ -25,7 +25,7 @@ func TestNoDeviceOnThisHost(t *testing.T) {
 	if _, err := Listen(Config{}); !errors.Is(err, ErrNoDevice) {
 		t.Fatalf("Listen on a host without RDMA: %v, want ErrNoDevice", err)
 	}
-	if p, err := ListenAddr("127.0.0.1:0"); !errors.Is(err, ErrNoDevice) || p != nil {
+	if p, err := ListenAddr(""); !errors.Is(err, ErrNoDevice) || p != nil {
 		t.Fatalf("ListenAddr on a host without RDMA: %v %v, want ErrNoDevice and no port", p, err)
 	}
 }

@@ -2,12 +2,15 @@
 // kernel's uverbs interface through internal/verbs (no cgo and no
 // rdma-core; soft-RoCE, rxe, is the provider it drives).
 //
-// Reliable-connected queue pairs are per peer. A Port runs a small TCP
-// listener (its Endpoint, host:port); the first Send to an endpoint dials
-// it and both sides exchange {GID, QPN, PSN} and bring their queue pairs to
-// RTS, as perftest does without rdma_cm. The TCP connection then stays open
-// as a liveness signal: when it breaks, the queue pair is retired and
-// datagrams to it are dropped and counted.
+// Reliable-connected queue pairs are per peer. A Port has one UD queue
+// pair for its connection manager, whose GID and QPN are its Endpoint
+// ("IP:QPN"), so a process needs no address beyond the ones its peers
+// learn from the directory and no listening socket. The first Send to an
+// endpoint sends it a request with this side's queue pairs; the peer
+// brings its own to RTS and answers with them, as rdma_cm does over its
+// own datagrams. Connected peers ping each other every Config.KeepAlive: a
+// peer silent for Config.PeerTimeout, or one that says it closed, is
+// retired, and datagrams to it are dropped and counted.
 //
 // Receive buffers come from a registered pool of 64 KiB buffers; each
 // peer QP keeps Config.RecvPerPeer of them posted, and a consumed buffer is
@@ -18,5 +21,5 @@
 // second scatter/gather element without copying it.
 //
 // The package is layered in small files: config.go, pool.go, handshake.go,
-// dial.go, conn.go, port.go, send.go and recv.go.
+// cm.go, conn.go, port.go, send.go, recv.go, rma.go and regcache.go.
 package rdma

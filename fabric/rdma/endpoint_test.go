@@ -8,7 +8,7 @@ import (
 
 func TestParseEndpoint(t *testing.T) {
 	var p Port // ParseEndpoint needs no device
-	for _, s := range []string{"127.0.0.1:7471", "[::1]:80", "node-3.cluster:65535"} {
+	for _, s := range []string{"10.0.2.15:17", "[fe80::1]:2", "[::1]:16777215"} {
 		ep, err := p.ParseEndpoint(s)
 		if err != nil {
 			t.Fatalf("%q: %v", s, err)
@@ -17,7 +17,7 @@ func TestParseEndpoint(t *testing.T) {
 			t.Fatalf("%q round-trips as %q", s, ep.String())
 		}
 	}
-	for _, s := range []string{"", "127.0.0.1", ":80", "host:0", "host:65536", "host:http", "a:b:c"} {
+	for _, s := range []string{"", "127.0.0.1", ":80", "10.0.0.1:0", "10.0.0.1:1", "10.0.0.1:16777216", "host:17", "10.0.0.1:qp", "a:b:c"} {
 		if _, err := p.ParseEndpoint(s); err == nil {
 			t.Fatalf("%q accepted", s)
 		}
@@ -30,7 +30,7 @@ func TestParseEndpoint(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.Port != 1 || c.Addr != "127.0.0.1:0" || c.RecvPerPeer > c.RecvBuffers || c.SendDepth > c.SendBuffers || c.RNRRetry != 7 {
+	if c.Port != 1 || c.KeepAlive <= 0 || c.PeerTimeout < 4*c.KeepAlive || c.RecvPerPeer > c.RecvBuffers || c.SendDepth > c.SendBuffers || c.RNRRetry != 7 {
 		t.Fatalf("defaults %+v", c)
 	}
 	c = Config{RecvBuffers: 8, RecvPerPeer: 32, SendBuffers: 4, SendDepth: 64}.withDefaults()

@@ -8,10 +8,11 @@ import (
 	"github.com/pcor-go/pcor/fabric/rdma"
 )
 
-// A port is opened on the first soft-RoCE device; its endpoint is the
-// address of its handshake listener, which peers pass to ParseEndpoint.
+// A port is opened on the first soft-RoCE device; its endpoint, "IP:QPN",
+// is the address of its connection-manager queue pair, which peers pass
+// to ParseEndpoint (a pcor node publishes it in the directory).
 func ExampleListen() {
-	p, err := rdma.Listen(rdma.Config{Addr: "127.0.0.1:0"})
+	p, err := rdma.Listen(rdma.Config{})
 	if errors.Is(err, rdma.ErrNoDevice) {
 		fmt.Println("no RDMA device")
 		return
@@ -21,7 +22,7 @@ func ExampleListen() {
 		return
 	}
 	defer p.Close()
-	peer, _ := p.ParseEndpoint("127.0.0.1:7471")
+	peer, _ := p.ParseEndpoint("10.0.2.15:17")
 	// Bodies in memory from Alloc are sent without a copy.
 	body := p.Alloc(4096)
 	p.Send([]fabric.Datagram{{Head: []byte("hdr"), Body: body, To: peer}})

@@ -4,72 +4,124 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
+	"net"
+	"strconv"
 
 	"github.com/pcor-go/pcor/internal/verbs"
 )
 
-// The handshake is one message each way over TCP: the dialer sends its
-// hello, the listener creates a QP, brings it to RTS and answers with its
-// own. It names two queue pairs: the one for datagrams and the one for
-// one-sided reads. Layout (big-endian):
-//
-//	magic[8] "PCRDMA02" | gid[16] | qpn u32 | psn u32 | rma qpn u32 | rma psn u32 | eplen u16 | endpoint
-const handshakeMagic = "PCRDMA02"
-
-// maxEndpointLen bounds the endpoint string in a hello.
-const maxEndpointLen = 255
-
-type hello struct {
-	verbs.Remote
-	RMA      verbs.Remote // the queue pair for one-sided reads (same GID)
-	Endpoint string       // the sender's listener address
+// A Port's endpoint is the address of its connection-manager UD queue
+// pair: the GID and the QPN, written host:port style as "IP:QPN", where IP
+// is the GID in its IP form (a RoCEv2 IPv4 GID prints as the IPv4
+// address). Peers learn it as they learn any endpoint (from the
+// directory's membership, or told by the program); no other address or
+// listening socket exists.
+type udAddr struct {
+	gid verbs.GID
+	qpn uint32
 }
 
-// ErrHandshake is returned for a malformed or foreign handshake.
+func (a udAddr) endpoint() Endpoint {
+	return Endpoint(net.JoinHostPort(net.IP(a.gid[:]).String(), strconv.FormatUint(uint64(a.qpn), 10)))
+}
+
+func parseUDAddr(s string) (udAddr, error) {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return udAddr{}, fmt.Errorf("rdma: endpoint %q: %w", s, err)
+	}
+	ip := net.ParseIP(host)
+	qpn, err := strconv.ParseUint(port, 10, 32)
+	if ip == nil || err != nil || !validQPN(uint32(qpn)) || qpn > 0xffffff {
+		return udAddr{}, fmt.Errorf("rdma: endpoint %q: want GID:QPN (an IP address and a queue pair number 2..16777215)", s)
+	}
+	var a udAddr
+	copy(a.gid[:], ip.To16())
+	a.qpn = uint32(qpn)
+	return a, nil
+}
+
+// validQPN: QPN 0 and 1 are the subnet-management and general-services
+// QPs, never a port's; QPNs have 24 bits.
+func validQPN(q uint32) bool { return q > 1 && q <= 0xffffff }
+
+// Connection-manager messages travel as UD datagrams between the ports'
+// UD queue pairs. A dialer sends REQ with its two RC queue pairs (the one
+// for datagrams and the one for one-sided reads) until REP answers with
+// the listener's, both sides having brought theirs to RTS. Afterwards each
+// side PINGs the other's datagram QP every Config.KeepAlive and expects a
+// PONG; GONE answers a message about a queue pair the receiver no longer
+// has, and is sent to every peer by Close. Layout (big-endian, 52 bytes):
+//
+//	magic[8] "PCRDMA03" | kind u8 | pad[3] | gid[16] | ud qpn u32 |
+//	qpn u32 | psn u32 | rma qpn u32 | rma psn u32 | peer qpn u32
+//
+// gid and ud qpn are the sender's endpoint; qpn and psn (and rma qpn and
+// psn) its queue pairs for this connection; peer qpn the receiver's
+// datagram QP the message is about (zero in a REQ).
+const cmMagic = "PCRDMA03"
+
+// cmMsgLen is the length of a connection-manager message.
+const cmMsgLen = 52
+
+// Message kinds.
+const (
+	cmReq  = 1
+	cmRep  = 2
+	cmPing = 3
+	cmPong = 4
+	cmGone = 5
+)
+
+type cmMsg struct {
+	kind uint8
+	from udAddr
+	qp   verbs.Remote // GID is from.gid
+	rma  verbs.Remote
+	peer uint32
+}
+
+// ErrHandshake is returned for a malformed or foreign connection-manager
+// message.
 var ErrHandshake = errors.New("rdma: bad handshake")
 
-func (h *hello) marshal() ([]byte, error) {
-	if len(h.Endpoint) > maxEndpointLen {
-		return nil, fmt.Errorf("%w: endpoint of %d bytes", ErrHandshake, len(h.Endpoint))
-	}
-	b := make([]byte, 0, 42+len(h.Endpoint))
-	b = append(b, handshakeMagic...)
-	b = append(b, h.GID[:]...)
-	b = binary.BigEndian.AppendUint32(b, h.QPN)
-	b = binary.BigEndian.AppendUint32(b, h.PSN)
-	b = binary.BigEndian.AppendUint32(b, h.RMA.QPN)
-	b = binary.BigEndian.AppendUint32(b, h.RMA.PSN)
-	b = binary.BigEndian.AppendUint16(b, uint16(len(h.Endpoint)))
-	return append(b, h.Endpoint...), nil
+func (m *cmMsg) marshal(b []byte) []byte {
+	b = append(b, cmMagic...)
+	b = append(b, m.kind, 0, 0, 0)
+	b = append(b, m.from.gid[:]...)
+	b = binary.BigEndian.AppendUint32(b, m.from.qpn)
+	b = binary.BigEndian.AppendUint32(b, m.qp.QPN)
+	b = binary.BigEndian.AppendUint32(b, m.qp.PSN)
+	b = binary.BigEndian.AppendUint32(b, m.rma.QPN)
+	b = binary.BigEndian.AppendUint32(b, m.rma.PSN)
+	return binary.BigEndian.AppendUint32(b, m.peer)
 }
 
-func readHello(r io.Reader) (hello, error) {
-	var fixed [8 + 16 + 4 + 4 + 4 + 4 + 2]byte
-	if _, err := io.ReadFull(r, fixed[:]); err != nil {
-		return hello{}, fmt.Errorf("%w: %v", ErrHandshake, err)
+func parseCMMsg(b []byte) (cmMsg, error) {
+	if len(b) < cmMsgLen {
+		return cmMsg{}, fmt.Errorf("%w: %d bytes", ErrHandshake, len(b))
 	}
-	if string(fixed[:8]) != handshakeMagic {
-		return hello{}, fmt.Errorf("%w: magic %q", ErrHandshake, fixed[:8])
+	if string(b[:8]) != cmMagic {
+		return cmMsg{}, fmt.Errorf("%w: magic %q", ErrHandshake, b[:8])
 	}
-	var h hello
-	copy(h.GID[:], fixed[8:24])
-	h.QPN = binary.BigEndian.Uint32(fixed[24:])
-	h.PSN = binary.BigEndian.Uint32(fixed[28:])
-	h.RMA = verbs.Remote{GID: h.GID, QPN: binary.BigEndian.Uint32(fixed[32:]), PSN: binary.BigEndian.Uint32(fixed[36:])}
-	n := binary.BigEndian.Uint16(fixed[40:])
-	if n > maxEndpointLen {
-		return hello{}, fmt.Errorf("%w: endpoint of %d bytes", ErrHandshake, n)
+	var m cmMsg
+	m.kind = b[8]
+	copy(m.from.gid[:], b[12:28])
+	m.from.qpn = binary.BigEndian.Uint32(b[28:])
+	m.qp = verbs.Remote{GID: m.from.gid, QPN: binary.BigEndian.Uint32(b[32:]), PSN: binary.BigEndian.Uint32(b[36:]) & 0xffffff}
+	m.rma = verbs.Remote{GID: m.from.gid, QPN: binary.BigEndian.Uint32(b[40:]), PSN: binary.BigEndian.Uint32(b[44:]) & 0xffffff}
+	m.peer = binary.BigEndian.Uint32(b[48:])
+	if m.kind < cmReq || m.kind > cmGone {
+		return cmMsg{}, fmt.Errorf("%w: kind %d", ErrHandshake, m.kind)
 	}
-	ep := make([]byte, n)
-	if _, err := io.ReadFull(r, ep); err != nil {
-		return hello{}, fmt.Errorf("%w: %v", ErrHandshake, err)
+	if !validQPN(m.from.qpn) || !validQPN(m.qp.QPN) {
+		return cmMsg{}, fmt.Errorf("%w: QPN %d/%d", ErrHandshake, m.from.qpn, m.qp.QPN)
 	}
-	h.Endpoint = string(ep)
-	for _, q := range []uint32{h.QPN, h.RMA.QPN} {
-		if q == 0 || q > 0xffffff {
-			return hello{}, fmt.Errorf("%w: QPN %d", ErrHandshake, q)
-		}
+	if (m.kind == cmReq || m.kind == cmRep) && !validQPN(m.rma.QPN) {
+		return cmMsg{}, fmt.Errorf("%w: read QPN %d", ErrHandshake, m.rma.QPN)
 	}
-	return h, nil
+	if (m.kind == cmReq) != (m.peer == 0) || (m.peer != 0 && !validQPN(m.peer)) {
+		return cmMsg{}, fmt.Errorf("%w: kind %d about QPN %d", ErrHandshake, m.kind, m.peer)
+	}
+	return m, nil
 }

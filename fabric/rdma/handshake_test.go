@@ -1,40 +1,73 @@
 package rdma
 
 import (
-	"bytes"
 	"errors"
 	"testing"
 
 	"github.com/pcor-go/pcor/internal/verbs"
 )
 
-func TestHelloRoundTrip(t *testing.T) {
-	h := hello{Remote: verbs.Remote{QPN: 0x11, PSN: 0xabcdef}, RMA: verbs.Remote{QPN: 0x12, PSN: 0x123456}, Endpoint: "10.0.2.15:4791"}
-	h.GID[15] = 7
-	h.RMA.GID = h.GID
-	b, err := h.marshal()
+func TestCMMsgRoundTrip(t *testing.T) {
+	m := cmMsg{kind: cmRep, from: udAddr{qpn: 0x17}, qp: verbs.Remote{QPN: 0x11, PSN: 0xabcdef},
+		rma: verbs.Remote{QPN: 0x12, PSN: 0x123456}, peer: 0x21}
+	m.from.gid[15] = 7
+	m.qp.GID, m.rma.GID = m.from.gid, m.from.gid
+	b := m.marshal(nil)
+	if len(b) != cmMsgLen {
+		t.Fatalf("%d bytes, want %d", len(b), cmMsgLen)
+	}
+	got, err := parseCMMsg(b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := readHello(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
+	if got != m {
+		t.Fatalf("got %+v, want %+v", got, m)
 	}
-	if got != h {
-		t.Fatalf("got %+v, want %+v", got, h)
+	bad := func(f func(c *cmMsg)) []byte {
+		c := m
+		f(&c)
+		return c.marshal(nil)
 	}
-	for _, bad := range [][]byte{b[:10], append([]byte("XXXXXXXX"), b[8:]...), b[:len(b)-1]} {
-		if _, err := readHello(bytes.NewReader(bad)); !errors.Is(err, ErrHandshake) {
-			t.Fatalf("malformed hello: %v", err)
+	for i, b := range [][]byte{b[:10], b[:cmMsgLen-1], append([]byte("XXXXXXXX"), b[8:]...),
+		bad(func(c *cmMsg) { c.kind = 9 }), bad(func(c *cmMsg) { c.kind = 0 }),
+		bad(func(c *cmMsg) { c.qp.QPN = 0 }), bad(func(c *cmMsg) { c.from.qpn = 1 }),
+		bad(func(c *cmMsg) { c.rma.QPN = 1 << 24 }), bad(func(c *cmMsg) { c.peer = 0 }),
+		bad(func(c *cmMsg) { c.kind = cmReq })} {
+		if _, err := parseCMMsg(b); !errors.Is(err, ErrHandshake) {
+			t.Fatalf("malformed message %d accepted: %v", i, err)
 		}
 	}
-	zero := hello{Endpoint: "x"}
-	zb, _ := zero.marshal()
-	if _, err := readHello(bytes.NewReader(zb)); !errors.Is(err, ErrHandshake) {
-		t.Fatalf("QPN 0 accepted: %v", err)
+}
+
+func TestUDAddr(t *testing.T) {
+	a, err := parseUDAddr("10.0.2.15:17")
+	if err != nil {
+		t.Fatal(err)
 	}
-	long := hello{Endpoint: string(make([]byte, 300))}
-	if _, err := long.marshal(); !errors.Is(err, ErrHandshake) {
-		t.Fatalf("long endpoint: %v", err)
+	if a.qpn != 17 || a.gid[10] != 0xff || a.gid[11] != 0xff || a.gid[12] != 10 || a.gid[15] != 15 {
+		t.Fatalf("parsed %+v", a)
 	}
+	if s := a.endpoint().String(); s != "10.0.2.15:17" {
+		t.Fatalf("round trip %q", s)
+	}
+	if s := (udAddr{gid: verbs.GID{0: 0xfe, 1: 0x80, 15: 1}, qpn: 0xffffff}).endpoint(); s != "[fe80::1]:16777215" {
+		t.Fatalf("IPv6 GID endpoint %q", s)
+	}
+}
+
+func FuzzParseCMMsg(f *testing.F) {
+	m := cmMsg{kind: cmReq, from: udAddr{qpn: 0x17}, qp: verbs.Remote{QPN: 0x11, PSN: 1}, rma: verbs.Remote{QPN: 0x12}}
+	f.Add(m.marshal(nil))
+	m.kind, m.peer = cmPing, 0x40
+	f.Add(m.marshal(nil))
+	f.Add([]byte(cmMagic))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := parseCMMsg(b)
+		if err != nil {
+			return
+		}
+		if again, err := parseCMMsg(m.marshal(nil)); err != nil || again != m {
+			t.Fatalf("%+v re-parses as %+v, %v", m, again, err)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,7 +18,8 @@ import (
 )
 
 // ErrPeerLost is the cause recorded when a peer's queue pair is retired
-// (its handshake connection broke, a work request failed, or sends to it
+// (it closed its port, stopped answering the keep-alive, a work request
+// failed, or sends to it
 // stalled past Config.SendTimeout).
 var ErrPeerLost = errors.New("rdma: peer lost")
 
@@ -31,7 +33,8 @@ var (
 
 var errClosed = fabric.ErrClosed
 
-// Endpoint is the address of a Port: its handshake listener, host:port.
+// Endpoint is the address of a Port: the GID and QPN of its
+// connection-manager queue pair, "IP:QPN" (see handshake.go).
 type Endpoint string
 
 func (e Endpoint) String() string { return string(e) }
@@ -40,6 +43,7 @@ func (e Endpoint) String() string { return string(e) }
 type Stats struct {
 	Sent, Received   uint64 // datagrams
 	Dropped          uint64 // datagrams dropped: no connection, dead peer, failed completion
+	CMDropped        uint64 // connection-manager messages dropped: malformed, or no room to send
 	ZeroCopy         uint64 // datagrams sent with the body read in place
 	Yields           uint64 // empty Polls that gave the CPU up (sched_yield)
 	Connects         uint64 // queue pairs brought to RTS (both directions)
@@ -49,7 +53,7 @@ type Stats struct {
 }
 
 type stats struct {
-	sent, received, dropped, zeroCopy, yields, connects, peerFailures, retired, handshakeFailures atomic.Uint64
+	sent, received, dropped, cmDropped, zeroCopy, yields, connects, peerFailures, retired, handshakeFailures atomic.Uint64
 }
 
 // Port is a fabric.Port over RC queue pairs, one per peer.
@@ -63,26 +67,40 @@ type Port struct {
 	recvCQ *verbs.CQ
 	recv   *pool
 	send   *pool
-	ln     net.Listener
 	local  Endpoint
+	done   chan struct{} // closed by Close
 
-	mu      sync.Mutex // conns, byQPN, all, dialing, failed, hsConns
-	conns   map[string]*conn
-	byQPN   map[uint32]*conn
-	all     []*conn
-	dialing map[string]*dialState
-	failed  map[string]time.Time
-	hsConns map[net.Conn]struct{}
+	// The connection manager (cm.go).
+	ud       *verbs.QP
+	udCQ     *verbs.CQ // receives, served by cmLoop
+	udSendCQ *verbs.CQ
+	udMR     *verbs.MR // cmRecvSlots receive slots, then cmSendSlots send slots
+	udAddr   udAddr
+	udMu     sync.Mutex // UD send ring, udOut, udNext, udClosed, ahs
+	udOut    int
+	udNext   int
+	udClosed bool
+	ahs      map[verbs.GID]*verbs.AH
 
-	rxMu      sync.Mutex // recv CQ, recv pool, recvOwner, ready, lent, rxConns, RQ posting, conn.recvPosted
-	recvOwner []*conn
-	ready     []readyDg
-	readyBuf  []readyDg
-	lent      []int
-	rxConns   []*conn
-	starved   int
-	rxErr     error
-	recvWC    []verbs.WC
+	mu       sync.Mutex // conns, byQPN, all, dialing, failed, dials, accepted, conn.rem
+	conns    map[string]*conn
+	byQPN    map[uint32]*conn
+	all      []*conn
+	dialing  map[string]*dialState
+	failed   map[string]time.Time
+	dials    map[uint32]chan cmMsg // dials waiting for their REP, by datagram QPN
+	accepted map[acceptKey]*conn   // conns made for a peer's REQ
+
+	rxMu        sync.Mutex // recv CQ, recv pool, recvOwner, ready, lent, rxConns, RQ posting, conn.recvPosted
+	recvOwner   []*conn
+	ready       []readyDg
+	readyBuf    []readyDg
+	lent        []int
+	rxConns     []*conn
+	starved     int
+	pendingGone []*conn // peers that closed, whose datagrams are not all handled
+	rxErr       error
+	recvWC      []verbs.WC
 
 	sendMu    sync.Mutex // send pool, SQ posting, send CQ
 	sendOwner []*conn
@@ -112,8 +130,8 @@ type Port struct {
 
 var _ fabric.Port = (*Port)(nil)
 
-// Listen opens the device, registers the buffer pools and starts the
-// handshake listener.
+// Listen opens the device, registers the buffer pools and brings up the
+// connection manager's UD queue pair, whose address is the Endpoint.
 func Listen(cfg Config) (p *Port, err error) {
 	cfg = cfg.withDefaults()
 	dev, err := verbs.FindDevice(cfg.Sysfs, cfg.Device)
@@ -121,7 +139,8 @@ func Listen(cfg Config) (p *Port, err error) {
 		return nil, err
 	}
 	p = &Port{cfg: cfg, conns: map[string]*conn{}, byQPN: map[uint32]*conn{},
-		dialing: map[string]*dialState{}, failed: map[string]time.Time{}, hsConns: map[net.Conn]struct{}{}}
+		dialing: map[string]*dialState{}, failed: map[string]time.Time{}, dials: map[uint32]chan cmMsg{},
+		accepted: map[acceptKey]*conn{}, ahs: map[verbs.GID]*verbs.AH{}, done: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			p.Close()
@@ -175,12 +194,11 @@ func Listen(cfg Config) (p *Port, err error) {
 		}
 	}
 	p.reg = newRegCache(p.pd, verbs.AccessLocalWrite|verbs.AccessRemoteRead, cfg.RegCacheBytes, limit)
-	if p.ln, err = net.Listen("tcp", cfg.Addr); err != nil {
-		return nil, fmt.Errorf("rdma: handshake listener: %w", err)
+	if err = p.startCM(); err != nil {
+		return nil, err
 	}
-	p.local = p.advertised()
 	p.wg.Add(2)
-	go p.acceptLoop()
+	go p.cmLoop()
 	go p.reapRMA()
 	return p, nil
 }
@@ -205,24 +223,10 @@ func (p *Port) chooseGID() (verbs.GIDEntry, error) {
 	return verbs.GIDEntry{}, fmt.Errorf("rdma: port %d has no GID %s", p.cfg.Port, ip)
 }
 
-// advertised is the listener address peers dial; an unspecified host is
-// replaced by the GID's IPv4 address (or loopback).
-func (p *Port) advertised() Endpoint {
-	a := p.ln.Addr().(*net.TCPAddr)
-	if a.IP.IsUnspecified() {
-		ip := net.IP(p.gid.GID[:]).To4()
-		if ip == nil {
-			ip = net.IPv4(127, 0, 0, 1)
-		}
-		return Endpoint(net.JoinHostPort(ip.String(), strconv.Itoa(a.Port)))
-	}
-	return Endpoint(a.String())
-}
-
 // Stats returns a snapshot of the counters.
 func (p *Port) Stats() Stats {
 	s := &p.stats
-	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(),
+	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), CMDropped: s.cmDropped.Load(),
 		ZeroCopy: s.zeroCopy.Load(), Yields: s.yields.Load(), Connects: s.connects.Load(), PeerFailures: s.peerFailures.Load(), Retired: s.retired.Load(),
 		HandshakeFailure: s.handshakeFailures.Load()}
 }
@@ -243,17 +247,14 @@ func (p *Port) BatchSize() int { return 64 }
 // receive buffer.
 func (p *Port) MaxDatagram(fabric.Endpoint) int { return MaxDatagram }
 
-// LocalEndpoint is the handshake listener's address.
+// LocalEndpoint is the address of the port's connection manager.
 func (p *Port) LocalEndpoint() fabric.Endpoint { return p.local }
 
-// ParseEndpoint accepts host:port.
+// ParseEndpoint accepts "IP:QPN": a GID in its IP form and the QPN of a
+// port's connection-manager queue pair.
 func (p *Port) ParseEndpoint(s string) (fabric.Endpoint, error) {
-	host, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return nil, fmt.Errorf("rdma: endpoint %q: %w", s, err)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 || host == "" {
-		return nil, fmt.Errorf("rdma: endpoint %q: want host:port", s)
+	if _, err := parseUDAddr(s); err != nil {
+		return nil, err
 	}
 	return Endpoint(s), nil
 }
@@ -303,14 +304,16 @@ func (p *Port) allocMR(b []byte) *verbs.MR {
 	return nil
 }
 
-// Close stops the listener, retires every queue pair and releases all
-// verbs objects. It is idempotent; blocked Receive and Send calls return
+// Close tells the connected peers that the port closes, retires every
+// queue pair and releases all verbs objects. It is idempotent; blocked Receive and Send calls return
 // fabric.ErrClosed.
 func (p *Port) Close() error {
 	p.closeOnce.Do(func() {
+		p.sayGone()
 		p.closed.Store(true)
-		if p.ln != nil {
-			p.ln.Close()
+		close(p.done)
+		if p.udCQ != nil {
+			p.udCQ.Interrupt()
 		}
 		if p.recvCQ != nil {
 			p.recvCQ.Interrupt()
@@ -321,16 +324,6 @@ func (p *Port) Close() error {
 		if p.rmaCQ != nil {
 			p.rmaCQ.Interrupt()
 		}
-		p.mu.Lock()
-		for c := range p.hsConns {
-			c.Close()
-		}
-		for _, c := range p.all {
-			if c.tcp != nil {
-				c.tcp.Close()
-			}
-		}
-		p.mu.Unlock()
 		p.wg.Wait()
 		p.recvMu.Lock()
 		p.sendMu.Lock()
@@ -346,6 +339,7 @@ func (p *Port) Close() error {
 			}
 		}
 		p.all, p.conns, p.byQPN = nil, map[string]*conn{}, map[uint32]*conn{}
+		p.closeCM()
 		var pending []*rmaOp
 		for _, op := range p.rmaOps {
 			op.err = fabric.ErrClosed
@@ -386,11 +380,24 @@ func (p *Port) Close() error {
 	return nil
 }
 
-// ListenAddr opens a Port with the default configuration and its
-// handshake listener on addr; it has the shape of a fabric opener, e.g.
+// ListenAddr opens a Port with the default configuration on the device
+// addr names: "" (the first supported one), "rxe0", or "rxe0:2" (device
+// and port number). It has the shape of a fabric opener, e.g.
 // pcor.RegisterFabric("rdma", rdma.ListenAddr).
 func ListenAddr(addr string) (fabric.Port, error) {
-	p, err := Listen(Config{Addr: addr})
+	var cfg Config
+	if addr != "" {
+		dev, port, found := strings.Cut(addr, ":")
+		cfg.Device = dev
+		if found {
+			n, err := strconv.ParseUint(port, 10, 8)
+			if err != nil || n == 0 {
+				return nil, fmt.Errorf("rdma: address %q: want device or device:port", addr)
+			}
+			cfg.Port = uint8(n)
+		}
+	}
+	p, err := Listen(cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -246,9 +246,12 @@ func TestPortPeerKilled(t *testing.T) {
 }
 
 func TestPortUnreachableEndpoint(t *testing.T) {
-	p := listenOrSkip(t, Config{})
-	// A listener that is gone: connection refused, datagram dropped.
-	to, _ := p.ParseEndpoint("127.0.0.1:1")
+	p := listenOrSkip(t, Config{HandshakeTimeout: 300 * time.Millisecond})
+	// No queue pair has this number: nobody answers, datagram dropped.
+	to, err := p.ParseEndpoint(udAddr{gid: p.udAddr.gid, qpn: 0xfffff0}.endpoint().String())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := 0; i < 3; i++ {
 		if n, err := p.Send([]fabric.Datagram{{Body: []byte("x"), To: to}}); err != nil || n != 1 {
 			t.Fatalf("Send to a dead endpoint: %d %v", n, err)

@@ -44,7 +44,14 @@ func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
 	}
 	p.rxMu.Lock()
 	p.releaseLentLocked()
+	var gone []*conn
+	if len(p.pendingGone) > 0 {
+		gone = p.drainedGoneLocked()
+	}
 	p.rxMu.Unlock()
+	for _, c := range gone {
+		c.gone(c.goneErr)
+	}
 	if len(msgs) == 0 {
 		return 0, nil
 	}
@@ -197,6 +204,7 @@ func (p *Port) pumpRecvLocked() (failed []*conn) {
 				}
 				continue
 			}
+			c.active.Add(1)
 			p.ready = append(p.ready, readyDg{idx: idx, n: int(wc.ByteLen)})
 			if !c.dead.Load() && !p.postRecvLocked(c) {
 				p.starved++

@@ -226,7 +226,9 @@ func (p *Port) completeRMALocked(wcs []verbs.WC, finished []*rmaOp, failed []*co
 		c := op.c
 		c.rmaPosted--
 		op.left--
-		if wc.Status != verbs.WCSuccess {
+		if wc.Status == verbs.WCSuccess {
+			c.active.Add(1)
+		} else {
 			werr := &verbs.WCError{Status: wc.Status, QPNum: wc.QPNum}
 			if op.err == nil {
 				op.err = fmt.Errorf("%w: read from %s: %v", ErrPeerLost, c.ep, werr)

@@ -216,7 +216,9 @@ func (p *Port) reapSend() int {
 			p.sendOwner[idx] = nil
 			c.outstanding--
 			p.send.put(idx)
-			if wc.Status != verbs.WCSuccess {
+			if wc.Status == verbs.WCSuccess {
+				c.active.Add(1)
+			} else {
 				p.stats.dropped.Add(1)
 				if wc.Status != verbs.WCFlushErr {
 					c.fail(fmt.Errorf("%w: %v", ErrPeerLost, &verbs.WCError{Status: wc.Status, QPNum: wc.QPNum}))

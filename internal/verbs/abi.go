@@ -13,6 +13,8 @@ const (
 	cmdQueryPort         = 2
 	cmdAllocPD           = 3
 	cmdDeallocPD         = 4
+	cmdCreateAH          = 5
+	cmdDestroyAH         = 8
 	cmdRegMR             = 9
 	cmdDeregMR           = 13
 	cmdCreateCompChannel = 17
@@ -60,6 +62,7 @@ const (
 // QP types and states (enum ib_qp_type, enum ib_qp_state).
 const (
 	qptRC = 2
+	qptUD = 4
 
 	qpsReset = 0
 	qpsInit  = 1
@@ -74,6 +77,7 @@ const (
 	qpAttrAccessFlags     = 1 << 3
 	qpAttrPkeyIndex       = 1 << 4
 	qpAttrPort            = 1 << 5
+	qpAttrQKey            = 1 << 6
 	qpAttrAV              = 1 << 7
 	qpAttrPathMTU         = 1 << 8
 	qpAttrTimeout         = 1 << 9

@@ -41,6 +41,10 @@ func TestStructSizes(t *testing.T) {
 		{"ib_uverbs_qp_dest", unsafe.Sizeof(qpDest{}), 32},
 		{"ib_uverbs_modify_qp", unsafe.Sizeof(modifyQP{}), 112},
 		{"ib_uverbs_post_send", unsafe.Sizeof(postSend{}), 24},
+		{"ib_uverbs_global_route", unsafe.Sizeof(globalRoute{}), 24},
+		{"ib_uverbs_ah_attr", unsafe.Sizeof(ahAttr{}), 32},
+		{"ib_uverbs_create_ah", unsafe.Sizeof(createAH{}), 56},
+		{"ib_uverbs_create_ah_resp+rxe_create_ah_resp", unsafe.Sizeof(createAHRespRXE{}), 4 + 8},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
@@ -63,6 +67,7 @@ func TestStructOffsets(t *testing.T) {
 	var d qpDest
 	var m modifyQP
 	var ps postSend
+	var ah createAH
 	cases := []struct {
 		name      string
 		got, want uintptr
@@ -126,6 +131,12 @@ func TestStructOffsets(t *testing.T) {
 		{"modify_qp.retry_cnt", unsafe.Offsetof(m.RetryCnt), 106},
 		{"modify_qp.rnr_retry", unsafe.Offsetof(m.RNRRetry), 107},
 		{"post_send.wqe_size", unsafe.Offsetof(ps.WQESize), 20},
+		{"create_ah.attr", unsafe.Offsetof(ah.Attr), 24},
+		{"ah_attr.grh.sgid_index", unsafe.Offsetof(ah.Attr.GRH.SGIDIndex), 20},
+		{"ah_attr.grh.hop_limit", unsafe.Offsetof(ah.Attr.GRH.HopLimit), 21},
+		{"ah_attr.dlid", unsafe.Offsetof(ah.Attr.DLID), 24},
+		{"ah_attr.is_global", unsafe.Offsetof(ah.Attr.IsGlobal), 29},
+		{"ah_attr.port_num", unsafe.Offsetof(ah.Attr.PortNum), 30},
 	}
 	for _, c := range cases {
 		if c.got != c.want {
@@ -148,6 +159,9 @@ func TestRXEOffsets(t *testing.T) {
 		{"rxe_send_wr.send_flags", swqeSendFlags, 16},
 		{"rxe_send_wr.wr.rdma.remote_addr", swqeRemoteAddr, 24},
 		{"rxe_send_wr.wr.rdma.rkey", swqeRKey, 32},
+		{"rxe_send_wr.wr.ud.remote_qpn", swqeUDQPN, 24},
+		{"rxe_send_wr.wr.ud.remote_qkey", swqeUDQKey, 28},
+		{"rxe_send_wr.wr.ud.ah_num", swqeUDAHNum, 36},
 		{"rxe_send_wqe.status", swqeStatus, 144},
 		{"rxe_send_wqe.state", swqeState, 148},
 		{"rxe_send_wqe.iova", swqeIOVA, 152},

@@ -265,6 +265,40 @@ type modifyQP struct { // struct ib_uverbs_modify_qp
 	Reserved         [2]uint8
 }
 
+type globalRoute struct { // struct ib_uverbs_global_route
+	DGID         [16]byte
+	FlowLabel    uint32
+	SGIDIndex    uint8
+	HopLimit     uint8
+	TrafficClass uint8
+	Reserved     uint8
+}
+
+type ahAttr struct { // struct ib_uverbs_ah_attr
+	GRH         globalRoute
+	DLID        uint16
+	SL          uint8
+	SrcPathBits uint8
+	StaticRate  uint8
+	IsGlobal    uint8
+	PortNum     uint8
+	Reserved    uint8
+}
+
+type createAH struct { // struct ib_uverbs_create_ah
+	Response   uint64
+	UserHandle uint64
+	PDHandle   uint32
+	Reserved   uint32
+	Attr       ahAttr
+}
+
+type createAHRespRXE struct { // ib_uverbs_create_ah_resp + rxe_create_ah_resp
+	AHHandle uint32
+	AHNum    uint32
+	Reserved uint32
+}
+
 type postSend struct { // struct ib_uverbs_post_send (no work requests: the doorbell)
 	Response uint64
 	QPHandle uint32
@@ -293,6 +327,9 @@ const (
 	swqeSendFlags  = 16
 	swqeRemoteAddr = 24 // wr.rdma.remote_addr
 	swqeRKey       = 32 // wr.rdma.rkey
+	swqeUDQPN      = 24 // wr.ud.remote_qpn
+	swqeUDQKey     = 28 // wr.ud.remote_qkey
+	swqeUDAHNum    = 36 // wr.ud.ah_num
 	swqeStatus     = 144
 	swqeState      = 148
 	swqeIOVA       = 152

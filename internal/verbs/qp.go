@@ -29,7 +29,7 @@ type QPCaps struct {
 	MaxSendSGE, MaxRecvSGE uint32
 }
 
-// QP is a reliable-connected queue pair with its send and receive rings
+// QP is a queue pair (reliable-connected, or UD: see ud.go) with its send and receive rings
 // mapped from the kernel. Posting is not synchronised: callers serialise
 // PostSend/Doorbell and PostRecv per QP.
 type QP struct {
@@ -54,10 +54,14 @@ var ErrQueueFull = errors.New("rdma: work queue full")
 
 // CreateQP creates an RC queue pair (CREATE_QP) and maps its rings.
 func (pd *PD) CreateQP(sendCQ, recvCQ *CQ, caps QPCaps) (*QP, error) {
+	return pd.createQP(sendCQ, recvCQ, caps, qptRC)
+}
+
+func (pd *PD) createQP(sendCQ, recvCQ *CQ, caps QPCaps, qpType uint8) (*QP, error) {
 	c := pd.ctx
 	req := createQP{PDHandle: pd.handle, SendCQHandle: sendCQ.handle, RecvCQHandle: recvCQ.handle,
 		MaxSendWr: caps.MaxSendWR, MaxRecvWr: caps.MaxRecvWR, MaxSendSGE: caps.MaxSendSGE,
-		MaxRecvSGE: caps.MaxRecvSGE, QPType: qptRC}
+		MaxRecvSGE: caps.MaxRecvSGE, QPType: qpType}
 	resp := make([]byte, unsafe.Sizeof(createQPRespRXE{}))
 	if err := c.write("CREATE_QP", cmdCreateQP, bytesOf(&req), resp); err != nil {
 		return nil, err
@@ -186,10 +190,18 @@ func (qp *QP) PostSend(wr *SendWR) error {
 		put32(swqeRKey, wr.RKey)
 		put64(swqeIOVA, wr.RemoteAddr)
 	}
+	qp.produceSend(s, wr.SGEs)
+	return nil
+}
+
+// produceSend writes the SGEs, the DMA lengths and the sequence number of
+// the send slot s, then hands the slot to the kernel.
+func (qp *QP) produceSend(s []byte, sges []SGE) {
+	put32 := func(off int, v uint32) { *(*uint32)(unsafe.Pointer(&s[off])) = v }
 	var length uint32
-	for i, g := range wr.SGEs {
+	for i, g := range sges {
 		off := swqeSGE + i*sizeofSGE
-		put64(off+sgeAddr, g.Addr)
+		*(*uint64)(unsafe.Pointer(&s[off+sgeAddr])) = g.Addr
 		put32(off+sgeLength, g.Length)
 		put32(off+sgeLKey, g.LKey)
 		length += g.Length
@@ -198,9 +210,8 @@ func (qp *QP) PostSend(wr *SendWR) error {
 	qp.ssn++
 	put32(swqeDMALength, length)
 	put32(swqeDMAResid, length)
-	put32(swqeDMANumSGE, uint32(len(wr.SGEs)))
+	put32(swqeDMANumSGE, uint32(len(sges)))
 	qp.sq.produce()
-	return nil
 }
 
 // Doorbell tells the kernel that the send ring has new work requests (an
