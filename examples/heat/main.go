@@ -14,7 +14,7 @@
 // "halo" and "sweep" apart) and sends its samples to the master, which
 // saves them all, by plate size. The first solve of a run is not timed.
 //
-//	heat -analyze -fit 'n<=512' -in DIR -out DIR
+//	heat -analyze -fit 'n<=1024' -in DIR -out DIR
 //
 // fits the region models on the runs named by -fit (plates up to a size,
 // or process counts: -fit 3,4), composes the program model and writes the
@@ -53,7 +53,7 @@ func main() {
 	iters := flag.Int("iters", 100, "Jacobi iterations per solve")
 	samples := flag.String("samples", "", "file to save the region samples to (master)")
 	analyze := flag.Bool("analyze", false, "fit and predict from saved samples instead of running")
-	fit := flag.String("fit", "n<=512", "with -analyze: the runs the models are fitted on: plates up to a size (n<=512) or process counts (3,4)")
+	fit := flag.String("fit", "n<=1024", "with -analyze: the runs the models are fitted on: plates up to a size (n<=1024) or process counts (3,4)")
 	in := flag.String("in", ".", "with -analyze: directory of samples-*.json")
 	out := flag.String("out", "", "with -analyze: directory for RESULTS.md, models.json and table1.svg")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
