@@ -83,8 +83,11 @@ func newRequest(e *Engine, k reqKind) *Request {
 	return &Request{eng: e, kind: k, done: make(chan struct{}, 1)}
 }
 
-// reset prepares a completed request for reuse by its owner.
+// reset prepares a completed request for reuse by its owner. A
+// completion under way (its signal sent, its state not yet done) is
+// waited out first: its late state would mark the next use done.
 func (r *Request) reset() {
+	r.completed()
 	select {
 	case <-r.done:
 	default:
@@ -185,6 +188,10 @@ func (r *Request) Wait(ctx context.Context) error {
 func (r *Request) chanWait(ctx context.Context) error {
 	select {
 	case <-r.done:
+		// The signal comes before the state (complete): done only once
+		// both are, so that the owner's next use of r cannot be marked
+		// done by this completion.
+		r.completed()
 		return r.err
 	case <-ctx.Done():
 		if r.state.Load() == stateDone {
