@@ -92,30 +92,7 @@ func BenchmarkPingPong1B(b *testing.B) {
 func BenchmarkPingPongSyscalls(b *testing.B) {
 	a, c := udpPair(b, pcor.Blocking)
 	ta, tc := a.NewThread(), c.NewThread()
-	ctx := context.Background()
-	go func() {
-		buf := make([]byte, 1)
-		for {
-			m, err := tc.RecvInto(ctx, ta.Addr(), 1, buf)
-			if err != nil {
-				return
-			}
-			if err := tc.Send(ctx, ta.Addr(), 1, m.Data); err != nil {
-				return
-			}
-		}
-	}()
-	buf, msg := a.Alloc(1), a.Alloc(1)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := ta.Send(ctx, tc.Addr(), 1, msg); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := ta.RecvInto(ctx, tc.Addr(), 1, buf); err != nil {
-			b.Fatal(err)
-		}
-	}
+	pingPong(context.Background(), b, ta, tc, a.Alloc(1), a.Alloc(1), make([]byte, 1))
 	b.StopTimer()
 	type stater interface{ Stats() udp.Stats }
 	sa := a.Endpoints()[0].Port.(stater).Stats()
@@ -194,29 +171,33 @@ func BenchmarkSameNodePingPong(b *testing.B) {
 			ta, tc := n.NewThread(), n.NewThread()
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			msg := []byte{1}
-			bufA, bufC := make([]byte, 1), make([]byte, 1)
-			go func() {
-				for {
-					m, err := tc.RecvInto(ctx, ta.Addr(), 1, bufC)
-					if err != nil {
-						return
-					}
-					if err := tc.Send(ctx, ta.Addr(), 1, m.Data); err != nil {
-						return
-					}
-				}
-			}()
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				if err := ta.Send(ctx, tc.Addr(), 1, msg); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := ta.RecvInto(ctx, tc.Addr(), 1, bufA); err != nil {
-					b.Fatal(err)
-				}
-			}
+			pingPong(ctx, b, ta, tc, []byte{1}, make([]byte, 1), make([]byte, 1))
 		})
+	}
+}
+
+// pingPong times b.N round trips of msg from ta to tc, received into bufA;
+// tc sends each message back from bufC until ctx ends or a call fails.
+func pingPong(ctx context.Context, b *testing.B, ta, tc *pcor.Thread, msg, bufA, bufC []byte) {
+	go func() {
+		for {
+			m, err := tc.RecvInto(ctx, ta.Addr(), 1, bufC)
+			if err != nil {
+				return
+			}
+			if err := tc.Send(ctx, ta.Addr(), 1, m.Data); err != nil {
+				return
+			}
+		}
+	}()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := ta.Send(ctx, tc.Addr(), 1, msg); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := ta.RecvInto(ctx, tc.Addr(), 1, bufA); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

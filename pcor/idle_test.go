@@ -28,14 +28,11 @@ func cpuTime() time.Duration {
 // for idleWindow with nothing arriving, and prints the CPU time the
 // process used over that window.
 func idlePeer() int {
-	n, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: jobKey,
-		Peers: []pcor.Peer{{Proc: 0, Addr: os.Getenv("PCOR_TEST_PEER")}}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	n := peerNode("")
+	if n == nil {
 		return 1
 	}
 	defer n.Close()
-	fmt.Printf("ADDR %s\n", n.Endpoints()[0].Addr)
 	th := n.NewThread()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -53,7 +50,7 @@ func idlePeer() int {
 	before := cpuTime()
 	wait, cancelWait := context.WithTimeout(ctx, idleWindow)
 	defer cancelWait()
-	_, err = th.Recv(wait, peer, 2)
+	_, err := th.Recv(wait, peer, 2)
 	used := cpuTime() - before
 	if err == nil {
 		fmt.Fprintln(os.Stderr, "idle: a message came")

@@ -84,6 +84,19 @@ func runRole(role string) int {
 // empty): it sends every message it receives back to its sender, until a
 // message with tag 0 arrives.
 func echoPeer(fab string) int {
+	n := peerNode(fab)
+	if n == nil {
+		return 1
+	}
+	defer n.Close()
+	return echo(n.Thread(0))
+}
+
+// peerNode is process 1's node in a role started by startPeer: on fabric
+// fab ("" for the default), process 0 at PCOR_TEST_PEER, its address
+// printed for startPeer. It says why on standard error and returns nil if
+// the node cannot be made.
+func peerNode(fab string) *pcor.Node {
 	cfg := pcor.Config{Proc: 1, JobKey: jobKey,
 		Peers: []pcor.Peer{{Proc: 0, Fabric: fab, Addr: os.Getenv("PCOR_TEST_PEER")}}}
 	if fab != "" {
@@ -92,11 +105,10 @@ func echoPeer(fab string) int {
 	n, err := pcor.NewNode(cfg)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return nil
 	}
-	defer n.Close()
 	fmt.Printf("ADDR %s\n", n.Endpoints()[0].Addr)
-	return echo(n.Thread(0))
+	return n
 }
 
 // echo sends every message t receives back to its sender until one with

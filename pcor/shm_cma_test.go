@@ -84,14 +84,11 @@ func TestShmSingleCopy(t *testing.T) {
 // shmMutePeer is process 1 on a shared-memory port: it answers the first
 // message it receives and then receives nothing more, until killed.
 func shmMutePeer() int {
-	n, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: jobKey, Listen: []pcor.Listen{{Fabric: "shm"}},
-		Peers: []pcor.Peer{{Proc: 0, Fabric: "shm", Addr: os.Getenv("PCOR_TEST_PEER")}}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	n := peerNode("shm")
+	if n == nil {
 		return 1
 	}
 	defer n.Close()
-	fmt.Printf("ADDR %s\n", n.Endpoints()[0].Addr)
 	th := n.Thread(0)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -19,14 +19,11 @@ const shmThreads = 8
 // shmThreads threads, each sending every message it receives back to its
 // sender, until killed.
 func shmThreadsEchoPeer() int {
-	n, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: jobKey, Listen: []pcor.Listen{{Fabric: "shm"}},
-		Peers: []pcor.Peer{{Proc: 0, Fabric: "shm", Addr: os.Getenv("PCOR_TEST_PEER")}}})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	n := peerNode("shm")
+	if n == nil {
 		return 1
 	}
 	defer n.Close()
-	fmt.Printf("ADDR %s\n", n.Endpoints()[0].Addr)
 	done := make(chan int)
 	for i := 0; i < shmThreads; i++ {
 		th := n.Thread(pcor.ThreadID(i))

@@ -50,11 +50,7 @@ func demoMain(ctx context.Context, args []string) error {
 	if *addr == "" {
 		*addr = freeAddr(*smoke)
 	}
-	self, err := selfPath()
-	if err != nil {
-		return err
-	}
-	bin, err := findPcorrun(ctx, *pcorrun, filepath.Join(cacheDir(), "bin"))
+	self, bin, err := launchBinaries(ctx, *pcorrun)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
@@ -116,11 +115,7 @@ func browserTimes(ctx context.Context, w io.Writer, set tiles.Set, n, reps int, 
 	if _, err := browser.Find(); err != nil {
 		return err
 	}
-	self, err := selfPath()
-	if err != nil {
-		return err
-	}
-	bin, err := findPcorrun(ctx, pcorrunBin, filepath.Join(cacheDir(), "bin"))
+	self, bin, err := launchBinaries(ctx, pcorrunBin)
 	if err != nil {
 		return err
 	}

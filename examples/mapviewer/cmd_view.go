@@ -8,7 +8,6 @@ import (
 	"image/png"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -156,11 +155,7 @@ func startViewer(ctx context.Context, cmd string, args []string, dir, kind, wind
 // underPcorrun runs this program's command cmd with args as the
 // processes of an application of daemons daemons and a viewer.
 func underPcorrun(ctx context.Context, pcorrunBin string, daemons int, flags []string, cmd string, args []string, stdout io.Writer) error {
-	self, err := selfPath()
-	if err != nil {
-		return err
-	}
-	bin, err := findPcorrun(ctx, pcorrunBin, filepath.Join(cacheDir(), "bin"))
+	self, bin, err := launchBinaries(ctx, pcorrunBin)
 	if err != nil {
 		return err
 	}

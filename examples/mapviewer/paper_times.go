@@ -129,11 +129,7 @@ func paperTimes(ctx context.Context, w io.Writer, set tiles.Set, win view.Window
 	if maxDaemons < 1 || maxDaemons > set.Cols*set.Rows {
 		return fmt.Errorf("--max-daemons %d: 1 to the number of tiles", maxDaemons)
 	}
-	self, err := selfPath()
-	if err != nil {
-		return err
-	}
-	bin, err := findPcorrun(ctx, pcorrunBin, filepath.Join(cacheDir(), "bin"))
+	self, bin, err := launchBinaries(ctx, pcorrunBin)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,16 @@ func findPcorrun(ctx context.Context, explicit, binDir string) (string, error) {
 	return "", errors.New("no pcorrun binary: pass --pcorrun PATH (go build ./cmd/pcorrun) or put pcorrun on $PATH")
 }
 
+// launchBinaries returns this program's binary and the pcorrun that runs
+// it (see findPcorrun; explicit may be empty).
+func launchBinaries(ctx context.Context, explicit string) (self, pcorrun string, err error) {
+	if self, err = selfPath(); err != nil {
+		return "", "", err
+	}
+	pcorrun, err = findPcorrun(ctx, explicit, filepath.Join(cacheDir(), "bin"))
+	return self, pcorrun, err
+}
+
 // selfPath is this program's binary, run by pcorrun as every process.
 func selfPath() (string, error) {
 	exe, err := os.Executable()

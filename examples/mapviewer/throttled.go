@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -93,11 +92,7 @@ func throttledTimes(ctx context.Context, w io.Writer, set tiles.Set, win view.Wi
 	if err := cpuquota.Available(); err != nil {
 		return fmt.Errorf("%w: %v", errNoQuota, err)
 	}
-	self, err := selfPath()
-	if err != nil {
-		return err
-	}
-	bin, err := findPcorrun(ctx, pcorrunBin, filepath.Join(cacheDir(), "bin"))
+	self, bin, err := launchBinaries(ctx, pcorrunBin)
 	if err != nil {
 		return err
 	}

@@ -48,6 +48,27 @@ func memPair(t testing.TB, cfg Config) (*Engine, *Engine) {
 	return pair(t, a, b, cfg)
 }
 
+// sendPattern sends n bytes of pattern from thread 3 of src to thread 4
+// of dst (tag 9), posting the send before its receive, and checks that
+// they arrive whole.
+func sendPattern(ctx context.Context, t *testing.T, src, dst *Engine, n int) {
+	t.Helper()
+	data := pattern(n, uint64(n))
+	s := src.newSend(3, dst.Proc(), 4, 9, data)
+	src.post(s)
+	r := dst.newRecv(4, src.Proc(), 3, 9, nil)
+	dst.post(r)
+	if err := r.Wait(ctx); err != nil {
+		t.Fatalf("%d: recv: %v", n, err)
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatalf("%d: send: %v", n, err)
+	}
+	if !bytes.Equal(r.Data(), data) {
+		t.Fatalf("%d: data differs", n)
+	}
+}
+
 func pattern(n int, seed uint64) []byte {
 	r := rand.New(rand.NewPCG(seed, 7))
 	b := make([]byte, n)
@@ -62,20 +83,7 @@ func TestSizesOverMem(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, n := range []int{0, 1, 65535, 65536, 65537, 2095872, 2095873, 8 << 20} {
-		data := pattern(n, uint64(n))
-		s := e0.newSend(3, 1, 4, 9, data)
-		e0.post(s)
-		r := e1.newRecv(4, 0, 3, 9, nil)
-		e1.post(r)
-		if err := r.Wait(ctx); err != nil {
-			t.Fatalf("%d: recv: %v", n, err)
-		}
-		if err := s.Wait(ctx); err != nil {
-			t.Fatalf("%d: send: %v", n, err)
-		}
-		if !bytes.Equal(r.Data(), data) {
-			t.Fatalf("%d: data differs", n)
-		}
+		sendPattern(ctx, t, e0, e1, n)
 	}
 	t.Logf("fragments sent %d, acks %d", e0.Stats()[0].FragsSent, e1.Stats()[0].AcksSent)
 }

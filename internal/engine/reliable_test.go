@@ -58,23 +58,8 @@ func TestReliableSizes(t *testing.T) {
 		defer cancel()
 		sizes := []int{0, 1, 65535, 65536, 65537, 2095872, 2095873, 8 << 20}
 		for _, n := range sizes {
-			data := pattern(n, uint64(n))
-			for _, dir := range [][2]*Engine{{e0, e1}, {e1, e0}} {
-				src, dst := dir[0], dir[1]
-				s := src.newSend(3, dst.Proc(), 4, 9, data)
-				src.post(s)
-				r := dst.newRecv(4, src.Proc(), 3, 9, nil)
-				dst.post(r)
-				if err := r.Wait(ctx); err != nil {
-					t.Fatalf("%d: recv: %v", n, err)
-				}
-				if err := s.Wait(ctx); err != nil {
-					t.Fatalf("%d: send: %v", n, err)
-				}
-				if !bytes.Equal(r.Data(), data) {
-					t.Fatalf("%d: data differs", n)
-				}
-			}
+			sendPattern(ctx, t, e0, e1, n)
+			sendPattern(ctx, t, e1, e0, n)
 		}
 		for i, e := range []*Engine{e0, e1} {
 			st := e.Stats()[0]
