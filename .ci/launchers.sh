@@ -20,7 +20,7 @@ if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null &&
 fi
 
 echo "start and exit, $loops times each way"
-go test -count=1 -run 'TestStartExitLoop' ./examples/ring -args -loops "$loops"
+go test -count=1 -timeout 80m -run 'TestStartExitLoop' ./examples/ring -args -loops "$loops"
 
 bin=$(mktemp -d "${TMPDIR:-/tmp}/pcor-launchers.XXXXXX")
 trap 'rm -rf "$bin"' EXIT
