@@ -61,6 +61,12 @@ func loadRuns(dir string, fitN int) ([]Samples, error) {
 			for k, v := range regs {
 				m.Regions[k] = append(m.Regions[k], v...)
 			}
+			if l := s.Load[n]; len(l) > 0 {
+				if m.Load == nil {
+					m.Load = map[int][]float64{}
+				}
+				m.Load[n] = append(m.Load[n], l...)
+			}
 		}
 	}
 	var runs []Samples
@@ -210,11 +216,27 @@ func analyzeRuns(in, out, fitList string) error {
 	// The Table 1 analogue: every (N, p) run not used in the fit. The
 	// measured time is the median of the solves, with their range and
 	// mean: a throttled solve's time is skewed (a stall or none), and the
-	// range tells the machine's noise from the model's error.
-	const header = "| N | p | estimated (s) | ± SE | measured: median (s) | [lowest–highest] | mean (solves) | error vs median |\n|---|---|---|---|---|---|---|---|\n"
+	// range tells the machine's noise from the model's error. Beside it,
+	// the machine's load during those solves and the share of a CPU the
+	// workers got over their iterations (their CPU time over their wall
+	// time): the quota allows 25%, a loaded machine gives less, and a
+	// configuration that got less than the fit runs of its process count
+	// runs longer than any model of the program can tell.
+	const header = "| N | p | estimated (s) | ± SE | measured: median (s) | [lowest–highest] | mean (solves) | error vs median | load | CPU share | error at the fit runs' share |\n|---|---|---|---|---|---|---|---|---|---|---|\n"
 	b.WriteString(header)
-	worst, count := 0.0, 0
-	var fitRows strings.Builder
+	fitShare := map[int][]float64{} // by p: the shares of the fit configurations
+	for _, r := range runs {
+		if !fitted(r) {
+			continue
+		}
+		for _, o := range perfmodel.Summarize(r.Regions["total"], sampleRule) {
+			if sh := cpuShare(r.Regions, o.N, o.P); !math.IsNaN(sh) {
+				fitShare[r.P] = append(fitShare[r.P], sh)
+			}
+		}
+	}
+	worst, worstShare, count := 0.0, 0.0, 0
+	var fitRows, regionRows strings.Builder
 	est := map[int]perfmodel.Series{}
 	meas := map[int]perfmodel.Series{}
 	for _, r := range runs {
@@ -222,23 +244,57 @@ func analyzeRuns(in, out, fitList string) error {
 			e := pg.Predict(o.N, o.P)
 			med, lo, hi := solveSpread(r.Regions["total"], o.N, o.P)
 			errPct := 100 * (e.T - med) / med
-			line := fmt.Sprintf("| %.0f | %.0f | %.3f | %.3f | %.3f | [%.3f–%.3f] | %.3f (%d) | %+.2f%% |\n",
-				o.N, o.P, e.T, e.SE, med, lo, hi, o.T, o.Kept, errPct)
+			share := cpuShare(r.Regions, o.N, o.P)
+			// The same prediction with the iterations' time scaled by the
+			// share the fit runs of this process count got over the share
+			// this configuration got.
+			iterPart := pg.Breakdown(o.N, o.P)["iterations"]
+			scaled := e.T - iterPart + iterPart*median(fitShare[r.P])/share
+			scaledPct := 100 * (scaled - med) / med
+			line := fmt.Sprintf("| %.0f | %.0f | %.3f | %.3f | %.3f | [%.3f–%.3f] | %.3f (%d) | %+.2f%% | %.1f | %.1f%% | %+.2f%% |\n",
+				o.N, o.P, e.T, e.SE, med, lo, hi, o.T, o.Kept, errPct, median(r.Load[int(o.N)]), 100*share, scaledPct)
 			if fitted(r) {
 				fitRows.WriteString(line)
 				continue
 			}
 			b.WriteString(line)
 			worst = math.Max(worst, math.Abs(errPct))
+			if !math.IsNaN(scaledPct) {
+				worstShare = math.Max(worstShare, math.Abs(scaledPct))
+			}
 			count++
 			s, m := est[r.P], meas[r.P]
 			s.Name, m.Name, m.Points = fmt.Sprintf("p=%d model", r.P), fmt.Sprintf("p=%d measured", r.P), true
 			s.X, s.Y = append(s.X, o.N), append(s.Y, e.T)
 			m.X, m.Y = append(m.X, o.N), append(m.Y, med)
 			est[r.P], meas[r.P] = s, m
+			// Which region misses: each region's model against the median
+			// of its samples in this configuration (per iteration for the
+			// iterations).
+			fmt.Fprintf(&regionRows, "| %.0f | %.0f |", o.N, o.P)
+			for _, name := range regionNames {
+				rn, rp := o.N, o.P
+				if name != "scatter" {
+					rn = o.N * math.Ceil(o.N/(o.P-1))
+				}
+				var ts []float64
+				for _, smp := range r.Regions[name] {
+					if smp.P == o.P && (smp.N == rn || name == "scatter" && smp.N == o.N) {
+						ts = append(ts, smp.T)
+					}
+				}
+				if len(regionForms[name]) == 2 {
+					rp = 0
+				}
+				pred := set.Models[name].Predict(rn, rp).T
+				m := median(ts)
+				fmt.Fprintf(&regionRows, " %.4g / %.4g (%+.0f%%) |", pred, m, 100*(pred-m)/m)
+			}
+			regionRows.WriteString("\n")
 		}
 	}
-	fmt.Fprintf(&b, "\nWorst absolute error over the %d configurations not fitted: %.2f%%.\n", count, worst)
+	fmt.Fprintf(&b, "\nWorst absolute error over the %d configurations not fitted: %.2f%% (at the fit runs' CPU share: %.2f%%).\n", count, worst, worstShare)
+	fmt.Fprintf(&b, "\nEach region's model against the median of its samples (seconds, the largest block's worker; the iterations per iteration), in the configurations not fitted:\n\n| N | p | %s |\n|---|---|%s\n%s", strings.Join(regionNames, " | "), strings.Repeat("---|", len(regionNames)), regionRows.String())
 	fmt.Fprintf(&b, "\nFor reference, the configurations the region models were fitted on:\n\n%s%s", header, fitRows.String())
 	fmt.Print(b.String())
 	if out == "" {
@@ -257,6 +313,37 @@ func analyzeRuns(in, out, fitList string) error {
 		}
 	}
 	return perfmodel.Plot(filepath.Join(out, "table1.svg"), "Heat: predicted and measured run time", "N", "seconds", series...)
+}
+
+// cpuShare is the share of a CPU the workers of configuration (n, p) got
+// over their iterations: the median of their CPU time per iteration over
+// the median of their wall time per iteration (NaN without CPU samples).
+func cpuShare(regs map[string][]perfmodel.Sample, n, p float64) float64 {
+	var cpu, wall []float64
+	for _, s := range regs["cpu"] {
+		if s.P == p && s.N > 0 && math.Abs(s.N/n-math.Ceil(n/(p-1))) <= 1 {
+			cpu = append(cpu, s.T)
+		}
+	}
+	for _, s := range regs["iter"] {
+		if s.P == p && s.N > 0 && math.Abs(s.N/n-math.Ceil(n/(p-1))) <= 1 {
+			wall = append(wall, s.T)
+		}
+	}
+	return median(cpu) / median(wall)
+}
+
+// median is the median of xs (NaN when empty).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	if len(xs)%2 == 0 {
+		return (xs[len(xs)/2-1] + xs[len(xs)/2]) / 2
+	}
+	return xs[len(xs)/2]
 }
 
 // solveSpread is the median, lowest and highest of the solve times of

@@ -31,10 +31,13 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/pcor"
 	"github.com/pcor-go/pcor/perfmodel"
@@ -82,6 +85,9 @@ type Samples struct {
 	// samples by plate size N.
 	Regions map[string][]perfmodel.Sample         `json:"regions"`
 	Plates  map[int]map[string][]perfmodel.Sample `json:"plates,omitempty"`
+	// Load holds the machine's one-minute load average at the start of
+	// each timed solve, by plate size.
+	Load map[int][]float64 `json:"load,omitempty"`
 }
 
 func run(ctx context.Context, sizeList string, reps, iters int, samplesPath string) error {
@@ -92,8 +98,8 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 	var ns []int
 	for _, f := range strings.Split(sizeList, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < p {
-			return fmt.Errorf("bad size %q", f)
+		if err != nil || n < p || n > maxPlate {
+			return fmt.Errorf("bad size %q (want %d..%d)", f, p, maxPlate)
 		}
 		ns = append(ns, n)
 	}
@@ -107,30 +113,43 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 	}
 	th := node.NewThread()
 	me := int(node.Proc())
+	// Every buffer is made once for the widest plate and reused by every
+	// solve: a solve that allocated its blocks measured the allocator, the
+	// page faults and the collector (inside the worker's CPU quota) more
+	// than its sweeps.
+	var solve func(rec *perfmodel.Recorder, n int) error
+	var m *master
+	if me == 0 {
+		m = newMaster(ctx, th, slices.Max(ns), p, iters)
+		solve = m.solve
+	} else {
+		w := newWorker(th, me, slices.Max(ns), p, iters)
+		solve = func(rec *perfmodel.Recorder, n int) error { return w.solve(ctx, rec, n) }
+	}
 	// One solve not recorded: the first of a run costs two to three times
 	// the others (first messages between every pair of processes, the
 	// heap's first growth), which no model of a solve describes.
-	var warm perfmodel.Recorder
-	if me == 0 {
-		err = solveMaster(ctx, th, &warm, ns[0], p, iters)
-	} else {
-		err = solveWorker(ctx, th, &warm, me, ns[0], p, iters)
-	}
-	if err != nil {
+	if err := solve(&perfmodel.Recorder{}, ns[0]); err != nil {
 		return err
 	}
+	// The plates take turns, in rising then falling order: a change of the
+	// machine's load during the run falls on every plate alike, not on the
+	// plates run last.
 	plates := map[int]*perfmodel.Recorder{}
-	for _, n := range ns {
-		if plates[n] == nil {
-			plates[n] = &perfmodel.Recorder{}
-		}
-		for range reps {
-			if me == 0 {
-				err = solveMaster(ctx, th, plates[n], n, p, iters)
-			} else {
-				err = solveWorker(ctx, th, plates[n], me, n, p, iters)
+	load := map[int][]float64{}
+	for r := range reps {
+		for i := range ns {
+			n := ns[i]
+			if r%2 == 1 {
+				n = ns[len(ns)-1-i]
 			}
-			if err != nil {
+			if plates[n] == nil {
+				plates[n] = &perfmodel.Recorder{}
+			}
+			if me == 0 {
+				load[n] = append(load[n], loadAverage())
+			}
+			if err := solve(plates[n], n); err != nil {
 				return err
 			}
 		}
@@ -152,7 +171,7 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 		}
 		return err
 	}
-	all := Samples{P: p, Iters: iters, Regions: map[string][]perfmodel.Sample{}, Plates: byPlate}
+	all := Samples{P: p, Iters: iters, Regions: map[string][]perfmodel.Sample{}, Plates: byPlate, Load: load}
 	for w := 1; w < p; w++ {
 		m, err := th.Recv(ctx, pcor.Addr{Proc: pcor.ProcID(w)}, tagSamples)
 		if err != nil {
@@ -183,7 +202,14 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 			return err
 		}
 	}
-	fmt.Printf("p=%d: %d solves timed\n", p, len(all.Regions["total"]))
+	// Every solve of a plate must have ended with the same plate, and that
+	// plate must be the one a single process computes.
+	for _, n := range ns {
+		if want := gridHash(serialSolve(n, iters)); m.hashes[n] != want {
+			return fmt.Errorf("n=%d: the solves' plate differs from the serial solution", n)
+		}
+	}
+	fmt.Printf("p=%d: %d solves timed and checked\n", p, len(all.Regions["total"]))
 	if samplesPath == "" {
 		return nil
 	}
@@ -192,6 +218,38 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 		return err
 	}
 	return os.WriteFile(samplesPath, b, 0o644)
+}
+
+// maxPlate bounds the plate size: a block header naming a larger plate is
+// malformed.
+const maxPlate = 1 << 15
+
+// loadAverage is the machine's one-minute load average (NaN where
+// /proc/loadavg cannot be read).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return math.NaN()
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return math.NaN()
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	if err != nil {
+		return math.NaN()
+	}
+	return v
+}
+
+// cpuTime is the CPU time this process has used, on every thread: what a
+// CPU quota counts.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func regions(rec *perfmodel.Recorder) map[string][]perfmodel.Sample {
@@ -214,20 +272,40 @@ func block(n, p, w int) (lo, hi int) {
 	return lo, hi
 }
 
-// solveMaster sets up the plate, sends each worker its block, and gathers
-// the blocks back after the iterations.
-func solveMaster(ctx context.Context, th *pcor.Thread, rec *perfmodel.Recorder, n, p, iters int) error {
-	grid := make([]float64, n*n)
-	for j := range n {
-		grid[j] = 100 // the heated edge
+// master holds the plate and the block messages of the widest plate.
+type master struct {
+	ctx      context.Context
+	th       *pcor.Thread
+	p, iters int
+	grid     []float64
+	out      [][]byte // per worker: the block message sent
+	in       []byte   // a block message received
+	hashes   map[int]uint64
+}
+
+func newMaster(ctx context.Context, th *pcor.Thread, maxN, p, iters int) *master {
+	m := &master{ctx: ctx, th: th, p: p, iters: iters, grid: make([]float64, maxN*maxN), hashes: map[int]uint64{}}
+	rows := (maxN + p - 2) / (p - 1)
+	m.in = make([]byte, 24+8*rows*maxN)
+	for range p - 1 {
+		m.out = append(m.out, make([]byte, 0, len(m.in)))
 	}
+	return m
+}
+
+// solve sets up the plate, sends each worker its block, gathers the
+// blocks back after the iterations and checks the result.
+func (m *master) solve(rec *perfmodel.Recorder, n int) error {
+	ctx, th, p := m.ctx, m.th, m.p
+	grid := m.grid[:n*n]
+	initPlate(grid, n)
 	blockReg, total := rec.Region("block"), rec.Region("total")
 	scatter, gather := rec.Region("scatter"), rec.Region("gather")
 	t0 := total.Start()
 	ts := scatter.Start()
 	for w := 1; w < p; w++ {
 		lo, hi := block(n, p, w)
-		msg := encodeRows(n, lo, hi, grid[lo*n:hi*n])
+		msg := appendRows(m.out[w-1][:0], n, lo, hi, grid[lo*n:hi*n])
 		s := blockReg.Start()
 		if err := th.Send(ctx, pcor.Addr{Proc: pcor.ProcID(w)}, tagBlock, msg); err != nil {
 			return err
@@ -237,78 +315,110 @@ func solveMaster(ctx context.Context, th *pcor.Thread, rec *perfmodel.Recorder, 
 	scatter.Stop(ts, float64(n), float64(p))
 	tg := gather.Start()
 	for w := 1; w < p; w++ {
-		m, err := th.Recv(ctx, pcor.Addr{Proc: pcor.ProcID(w)}, tagBlock)
+		msg, err := th.RecvInto(ctx, pcor.Addr{Proc: pcor.ProcID(w)}, tagBlock, m.in)
 		if err != nil {
 			return err
 		}
-		bn, lo, hi, rows, err := decodeRows(m.Data)
+		bn, lo, hi, body, err := decodeRows(msg.Data)
 		if err != nil || bn != n {
 			return fmt.Errorf("block of worker %d: n=%d %v", w, bn, err)
 		}
-		copy(grid[lo*n:hi*n], rows)
+		if wlo, whi := block(n, p, w); lo != wlo || hi != whi {
+			return fmt.Errorf("block of worker %d: rows %d-%d, want %d-%d", w, lo, hi, wlo, whi)
+		}
+		decodeFloats(body, grid[lo*n:hi*n])
 	}
 	gather.Stop(tg, float64(n), float64(p))
 	total.Stop(t0, float64(n), float64(p))
-	// The heat spreads down from the hot edge: the plate's mean stays
-	// between 0 and 100 and the row next to the edge warmed up.
-	if grid[n+n/2] <= 0 || grid[n+n/2] >= 100 {
-		return fmt.Errorf("n=%d: implausible temperature %g next to the edge", n, grid[n+n/2])
+	// Every solve of a plate ends with the same plate, bit for bit (a
+	// point's value does not depend on the blocks): data lost or mixed up
+	// on the way shows as a different plate.
+	h := gridHash(grid)
+	if prev, ok := m.hashes[n]; ok && prev != h {
+		return fmt.Errorf("n=%d: a solve ended with a different plate than the first", n)
 	}
+	m.hashes[n] = h
 	return nil
 }
 
-// solveWorker receives its block, iterates with halo exchanges with its
+// worker holds one worker's block buffers for the widest plate.
+type worker struct {
+	th              *pcor.Thread
+	me, p, iters    int
+	in, out         []byte
+	cur, next       []float64
+	upBuf, downBuf  []byte
+	recvUp, recvDwn []byte
+}
+
+func newWorker(th *pcor.Thread, me, maxN, p, iters int) *worker {
+	rows := (maxN + p - 2) / (p - 1)
+	return &worker{
+		th: th, me: me, p: p, iters: iters,
+		in: make([]byte, 24+8*rows*maxN), out: make([]byte, 0, 24+8*rows*maxN),
+		cur: make([]float64, (rows+2)*maxN), next: make([]float64, (rows+2)*maxN),
+		upBuf: make([]byte, 0, 8*maxN), downBuf: make([]byte, 0, 8*maxN),
+		recvUp: make([]byte, 8*maxN), recvDwn: make([]byte, 8*maxN),
+	}
+}
+
+// solve receives the worker's block, iterates with halo exchanges with its
 // neighbours, and sends the block back.
-func solveWorker(ctx context.Context, th *pcor.Thread, rec *perfmodel.Recorder, w, n, p, iters int) error {
-	m, err := th.Recv(ctx, pcor.Addr{Proc: 0}, tagBlock)
+func (wk *worker) solve(ctx context.Context, rec *perfmodel.Recorder, n int) error {
+	th, w, p, iters := wk.th, wk.me, wk.p, wk.iters
+	m, err := th.RecvInto(ctx, pcor.Addr{Proc: 0}, tagBlock, wk.in)
 	if err != nil {
 		return err
 	}
 	unpack := rec.Region("unpack")
 	t0 := unpack.Start()
-	bn, lo, hi, rows, err := decodeRows(m.Data)
+	bn, lo, hi, body, err := decodeRows(m.Data)
 	if err != nil || bn != n {
 		return fmt.Errorf("block: n=%d %v", bn, err)
 	}
+	rowsN := hi - lo
+	// cur holds the block with a ghost row above and below.
+	cur, next := wk.cur[:(rowsN+2)*n], wk.next[:(rowsN+2)*n]
+	clear(cur[:n])
+	clear(cur[(rowsN+1)*n:])
+	decodeFloats(body, cur[n:(rowsN+1)*n])
+	unpack.Stop(t0, float64(rowsN*n), float64(p))
 	// The halo and sweep times are summed over the iterations and recorded
 	// once per solve as their mean per iteration: a CPU quota throttles in
 	// bursts, so single iterations are bimodal, while their mean over a
-	// solve is what the solve costs.
+	// solve is what the solve costs. The process's CPU time over the
+	// iterations, against their wall time, is the share of a CPU the
+	// worker got.
 	var haloSum, sweepSum time.Duration
-	rowsN := hi - lo
-	// cur holds the block with a ghost row above and below.
-	cur := make([]float64, (rowsN+2)*n)
-	next := make([]float64, (rowsN+2)*n)
-	copy(cur[n:], rows)
-	unpack.Stop(t0, float64((hi-lo)*n), float64(p))
 	up, down := w-1, w+1 // neighbour workers (0 and p: none)
-	rowBuf := make([]byte, 8*n)
-	recvUp, recvDown := make([]byte, 8*n), make([]byte, 8*n)
+	cpu0 := cpuTime()
 	for range iters {
 		s := time.Now()
-		var reqs []*pcor.Request
+		var reqs [2]*pcor.Request
 		if up >= 1 {
-			reqs = append(reqs, th.Isend(pcor.Addr{Proc: pcor.ProcID(up)}, tagHalo, encodeFloats(rowBuf[:0], cur[n:2*n])))
+			reqs[0] = th.Isend(pcor.Addr{Proc: pcor.ProcID(up)}, tagHalo, encodeFloats(wk.upBuf[:0], cur[n:2*n]))
 		}
-		downBuf := make([]byte, 0, 8*n)
 		if down < p {
-			reqs = append(reqs, th.Isend(pcor.Addr{Proc: pcor.ProcID(down)}, tagHalo, encodeFloats(downBuf, cur[rowsN*n:(rowsN+1)*n])))
+			reqs[1] = th.Isend(pcor.Addr{Proc: pcor.ProcID(down)}, tagHalo, encodeFloats(wk.downBuf[:0], cur[rowsN*n:(rowsN+1)*n]))
 		}
 		if up >= 1 {
-			m, err := th.RecvInto(ctx, pcor.Addr{Proc: pcor.ProcID(up)}, tagHalo, recvUp)
+			m, err := th.RecvInto(ctx, pcor.Addr{Proc: pcor.ProcID(up)}, tagHalo, wk.recvUp[:8*n])
 			if err != nil {
 				return err
 			}
 			decodeFloats(m.Data, cur[:n])
 		}
 		if down < p {
-			m, err := th.RecvInto(ctx, pcor.Addr{Proc: pcor.ProcID(down)}, tagHalo, recvDown)
+			m, err := th.RecvInto(ctx, pcor.Addr{Proc: pcor.ProcID(down)}, tagHalo, wk.recvDwn[:8*n])
 			if err != nil {
 				return err
 			}
 			decodeFloats(m.Data, cur[(rowsN+1)*n:])
 		}
 		for _, r := range reqs {
+			if r == nil {
+				continue
+			}
 			if err := r.Wait(ctx); err != nil {
 				return err
 			}
@@ -320,14 +430,49 @@ func solveWorker(ctx context.Context, th *pcor.Thread, rec *perfmodel.Recorder, 
 		cur, next = next, cur
 		sweepSum += time.Since(s)
 	}
+	cpu := cpuTime() - cpu0
+	x := float64(rowsN * n)
 	rec.Region("halo").Add(perfmodel.Sample{N: float64(8 * n), P: float64(p), T: haloSum.Seconds() / float64(iters)})
-	rec.Region("sweep").Add(perfmodel.Sample{N: float64(rowsN * n), P: float64(p), T: sweepSum.Seconds() / float64(iters)})
-	rec.Region("iter").Add(perfmodel.Sample{N: float64(rowsN * n), P: float64(p), T: (haloSum + sweepSum).Seconds() / float64(iters)})
+	rec.Region("sweep").Add(perfmodel.Sample{N: x, P: float64(p), T: sweepSum.Seconds() / float64(iters)})
+	rec.Region("iter").Add(perfmodel.Sample{N: x, P: float64(p), T: (haloSum + sweepSum).Seconds() / float64(iters)})
+	rec.Region("cpu").Add(perfmodel.Sample{N: x, P: float64(p), T: cpu.Seconds() / float64(iters)})
 	pack := rec.Region("pack")
 	t0 = pack.Start()
-	msg := encodeRows(n, lo, hi, cur[n:(rowsN+1)*n])
-	pack.Stop(t0, float64(rowsN*n), float64(p))
-	return th.Send(ctx, pcor.Addr{Proc: 0}, tagBlock, msg)
+	wk.out = appendRows(wk.out[:0], n, lo, hi, cur[n:(rowsN+1)*n])
+	pack.Stop(t0, x, float64(p))
+	return th.Send(ctx, pcor.Addr{Proc: 0}, tagBlock, wk.out)
+}
+
+// initPlate sets the plate's starting temperatures: the top edge at 100,
+// every other point at 0.
+func initPlate(grid []float64, n int) {
+	clear(grid)
+	for j := range n {
+		grid[j] = 100 // the heated edge
+	}
+}
+
+// serialSolve is the plate after iters sweeps computed by one process.
+func serialSolve(n, iters int) []float64 {
+	cur, next := make([]float64, (n+2)*n), make([]float64, (n+2)*n)
+	initPlate(cur[n:(n+1)*n], n)
+	for range iters {
+		jacobi(cur, next, n, 0, n)
+		cur, next = next, cur
+	}
+	return cur[n : (n+1)*n]
+}
+
+// gridHash hashes a plate's values bit for bit.
+func gridHash(grid []float64) uint64 {
+	d := xxhash.New()
+	buf := make([]byte, 0, 8*4096)
+	for len(grid) > 0 {
+		k := min(len(grid), 4096)
+		d.Write(encodeFloats(buf[:0], grid[:k]))
+		grid = grid[k:]
+	}
+	return d.Sum64()
 }
 
 // jacobi computes one sweep of the block's interior points: each becomes
@@ -360,23 +505,24 @@ func decodeFloats(b []byte, into []float64) {
 	}
 }
 
-func encodeRows(n, lo, hi int, rows []float64) []byte {
-	b := make([]byte, 0, 24+8*len(rows))
+// appendRows appends the block message of rows [lo, hi) of an n-wide
+// plate to b: n, lo and hi as little-endian uint64, then the rows.
+func appendRows(b []byte, n, lo, hi int, rows []float64) []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(n))
 	b = binary.LittleEndian.AppendUint64(b, uint64(lo))
 	b = binary.LittleEndian.AppendUint64(b, uint64(hi))
 	return encodeFloats(b, rows)
 }
 
-func decodeRows(b []byte) (n, lo, hi int, rows []float64, err error) {
+// decodeRows checks a block message's header against its length and
+// returns the rows' bytes.
+func decodeRows(b []byte) (n, lo, hi int, body []byte, err error) {
 	if len(b) < 24 {
 		return 0, 0, 0, nil, errors.New("short block")
 	}
 	un, ulo, uhi := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:]), binary.LittleEndian.Uint64(b[16:])
-	if un > 1<<15 || ulo > uhi || uhi > un || uint64(len(b)-24) != 8*(uhi-ulo)*un {
+	if un > maxPlate || ulo > uhi || uhi > un || uint64(len(b)-24) != 8*(uhi-ulo)*un {
 		return 0, 0, 0, nil, fmt.Errorf("malformed block header n=%d rows %d-%d, %d bytes", un, ulo, uhi, len(b))
 	}
-	rows = make([]float64, (uhi-ulo)*un)
-	decodeFloats(b[24:], rows)
-	return int(un), int(ulo), int(uhi), rows, nil
+	return int(un), int(ulo), int(uhi), b[24:], nil
 }

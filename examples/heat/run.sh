@@ -9,12 +9,15 @@
 # (at N <= 512 it was mostly the halo exchanges and the quotas' stalls,
 # and no model in N could be told from the noise).
 #
-#   examples/heat/run.sh [rounds]     (PS="3 4 5 6 7" sets the process counts)
+#   examples/heat/run.sh [rounds]     (PS="3 4 5 6 7" sets the process counts;
+#                                      SAMPLES=dir keeps the samples there)
 set -eu
 cd "$(dirname "$0")/../.."
 rounds=${1:-3}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+out=${SAMPLES:-$tmp}
+mkdir -p "$out"
 go build -o "$tmp/pcorrun" ./cmd/pcorrun
 go build -o "$tmp/heat" ./examples/heat
 shares() { seq -s, 1 $(($1 - 1)) | sed 's/\([0-9][0-9]*\)/\1=25/g'; }
@@ -27,10 +30,10 @@ for r in $(seq 1 "$rounds"); do
 		for try in 1 2 3; do
 			echo "round $r, p=$p: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 			"$tmp/pcorrun" --heartbeat-timeout 30s -n "$p" --cpu-share "$(shares "$p")" \
-				"$tmp/heat" -sizes "$sizes" -reps 3 -iters 100 -samples "$tmp/samples-p$p-r$r.json" && break
-			rm -f "$tmp/samples-p$p-r$r.json"
+				"$tmp/heat" -sizes "$sizes" -reps 3 -iters 100 -samples "$out/samples-p$p-r$r.json" && break
+			rm -f "$out/samples-p$p-r$r.json"
 			[ "$try" = 3 ] && echo "run.sh: p=$p failed three times, left out" >&2
 		done
 	done
 done
-"$tmp/heat" -analyze -fit 'n<=1024' -in "$tmp" -out examples/heat
+"$tmp/heat" -analyze -fit 'n<=1024' -in "$out" -out examples/heat
