@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 
 	"github.com/pcor-go/pcor/athread"
 )
@@ -54,16 +55,27 @@ func fibWant(n int64) int64 {
 }
 
 // queens is a partial placement: the queens of rows 0..Row-1 given as the
-// occupied columns and diagonals.
+// occupied columns and diagonals. With Split, a thread takes the columns
+// Cand of row Row (all the free ones when Cand is 0 and Given is not set)
+// and splits them in two halves, one thread each, until one is left, which
+// it places before doing the same with the next row: a divide-and-conquer
+// loop, whose steals take half of what is left, as Fibonacci's do. Without
+// Split, a thread creates one thread per free column of the next row (the
+// classic formulation, whose root has N children).
 type queens struct {
 	N, Row, Cutoff int32
 	Cols, LD, RD   uint32
+	Split, Given   bool
+	Cand           uint32
 }
 
 var queensFunc *athread.Func[queens, int64]
 
 func queensBody(ctx context.Context, q queens) (int64, error) {
 	full := uint32(1)<<q.N - 1
+	if q.Split {
+		return queensSplit(ctx, q, full)
+	}
 	if q.Row >= q.Cutoff {
 		return queensSeq(full, q.Cols, q.LD, q.RD), nil
 	}
@@ -71,8 +83,44 @@ func queensBody(ctx context.Context, q queens) (int64, error) {
 	for free := full &^ (q.Cols | q.LD | q.RD); free != 0; {
 		b := free & -free
 		free ^= b
-		hs = append(hs, athread.Create(ctx, queensFunc, queens{q.N, q.Row + 1, q.Cutoff, q.Cols | b, (q.LD | b) << 1 & full, (q.RD | b) >> 1}))
+		hs = append(hs, athread.Create(ctx, queensFunc, queens{N: q.N, Row: q.Row + 1, Cutoff: q.Cutoff,
+			Cols: q.Cols | b, LD: (q.LD | b) << 1 & full, RD: (q.RD | b) >> 1}))
 	}
+	return joinSum(ctx, hs)
+}
+
+// queensSplit is queensBody with Split.
+func queensSplit(ctx context.Context, q queens, full uint32) (int64, error) {
+	for {
+		if !q.Given {
+			if q.Row >= q.Cutoff {
+				return queensSeq(full, q.Cols, q.LD, q.RD), nil
+			}
+			q.Cand, q.Given = full&^(q.Cols|q.LD|q.RD), true
+		}
+		switch n := bits.OnesCount32(q.Cand); {
+		case n == 0:
+			return 0, nil
+		case n > 1:
+			// The lower half of the candidates, then the upper half.
+			lo, c := uint32(0), q.Cand
+			for range n / 2 {
+				b := c & -c
+				lo |= b
+				c ^= b
+			}
+			a, b := q, q
+			a.Cand, b.Cand = lo, q.Cand&^lo
+			return joinSum(ctx, []*athread.Handle[int64]{
+				athread.Create(ctx, queensFunc, a), athread.Create(ctx, queensFunc, b)})
+		}
+		b := q.Cand
+		q = queens{N: q.N, Row: q.Row + 1, Cutoff: q.Cutoff, Split: true,
+			Cols: q.Cols | b, LD: (q.LD | b) << 1 & full, RD: (q.RD | b) >> 1}
+	}
+}
+
+func joinSum(ctx context.Context, hs []*athread.Handle[int64]) (int64, error) {
 	var sum int64
 	for _, h := range hs {
 		v, err := h.Join(ctx)
@@ -250,20 +298,8 @@ var apps = map[string]app{
 		}
 		return fmt.Sprintf("fib(%d) = %d", n, v), nil
 	},
-	"nqueens": func(ctx context.Context, n, cutoff int) (string, error) {
-		want, ok := queensWant[int32(n)]
-		if !ok {
-			return "", fmt.Errorf("no known count for %d queens", n)
-		}
-		v, err := athread.Create(ctx, queensFunc, queens{N: int32(n), Cutoff: int32(cutoff)}).Join(ctx)
-		if err != nil {
-			return "", err
-		}
-		if v != want {
-			return "", fmt.Errorf("%d queens: %d solutions, want %d", n, v, want)
-		}
-		return fmt.Sprintf("%d queens: %d solutions", n, v), nil
-	},
+	"nqueens":      queensApp(true),
+	"nqueens-flat": queensApp(false),
 	"matmul": func(ctx context.Context, n, leaf int) (string, error) {
 		a, b := testMatrix(n, 1), testMatrix(n, 2)
 		c, err := athread.Create(ctx, productFunc, product{n, leaf, a, b}).Join(ctx)
@@ -278,4 +314,23 @@ var apps = map[string]app{
 		}
 		return fmt.Sprintf("matmul %dx%d checked", n, n), nil
 	},
+}
+
+// queensApp counts the solutions of the n-queens problem, the rows before
+// cutoff in parallel, split in halves or one thread per column (queens).
+func queensApp(split bool) app {
+	return func(ctx context.Context, n, cutoff int) (string, error) {
+		want, ok := queensWant[int32(n)]
+		if !ok {
+			return "", fmt.Errorf("no known count for %d queens", n)
+		}
+		v, err := athread.Create(ctx, queensFunc, queens{N: int32(n), Cutoff: int32(cutoff), Split: split}).Join(ctx)
+		if err != nil {
+			return "", err
+		}
+		if v != want {
+			return "", fmt.Errorf("%d queens: %d solutions, want %d", n, v, want)
+		}
+		return fmt.Sprintf("%d queens: %d solutions", n, v), nil
+	}
 }

@@ -71,12 +71,15 @@ func TestNamespaceRun(t *testing.T) {
 	defer tp.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	jobs := []job{{"fib", 32, 18, 2}, {"nqueens", 12, 3, 10}, {"matmul", 128, 32, 8}}
+	jobs := []job{{"fib", 32, 18, 2}, {"nqueens", 12, 3, 2}, {"matmul", 128, 32, 8}}
 	type sum struct{ steals, tries, bytes uint64 }
 	totals := map[hws.Kind]*sum{hws.Random: {}, hws.HWS: {}}
 	for _, j := range jobs {
 		for _, k := range []hws.Kind{hws.Random, hws.HWS} {
-			p := forJob(hws.Policy{Kind: k}, j, 2)
+			p, err := forJob(hws.Policy{Kind: k}, j, 2, 3, limitBest)
+			if err != nil {
+				t.Fatal(err)
+			}
 			r, err := runReal(ctx, tp, pcorrun, self, j, p)
 			if err != nil {
 				t.Fatal(err)

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/hws"
+	"github.com/pcor-go/pcor/hws/adapt"
+	"github.com/pcor-go/pcor/hws/sim"
 )
 
 // realRun is one measured run.
@@ -22,22 +24,74 @@ type realRun struct {
 	slowBytes uint64 // bytes the gateway forwarded between groups
 }
 
-// job is a real run's setting: the case study, its sizes, and the number
-// of threads each of its threads creates (for the hws depth limit).
+// job is a real run's setting: the case study, its sizes, the number of
+// threads each of its threads creates (for the fan-out depth limit), and
+// the simulator's model of its task tree (for the limit from Théorème 1).
 type job struct {
 	app          string
 	size, cutoff int
 	fanout       int
 }
 
-var defaultJobs = []job{{"fib", 39, 22, 2}, {"nqueens", 14, 4, 10}, {"matmul", 256, 32, 8}}
+var defaultJobs = []job{{"fib", 39, 22, 2}, {"nqueens", 14, 4, 2}, {"matmul", 256, 32, 8}, {"nqueens-flat", 14, 4, 10}}
 
-// forJob gives hws its depth limit for the job's fan-out, unless set.
-func forJob(p hws.Policy, j job, groups int) hws.Policy {
-	if p.Kind == hws.HWS && p.DepthLimit == 0 && groups > 1 {
-		p.DepthLimit = hws.DepthLimitFor(groups, j.fanout)
+// model is the simulator's task tree of the job: the same tasks with the
+// same cut-offs, the root at depth 0 (athread's first thread is at depth 1).
+func (j job) model() (*sim.DAG, error) {
+	switch j.app {
+	case "fib":
+		return sim.Fib(j.size, j.cutoff+1) // the worker's fib(n) is sequential for n <= cutoff
+	case "nqueens":
+		return sim.NQueensSplit(j.size, j.cutoff)
+	case "nqueens-flat":
+		return sim.NQueens(j.size, j.cutoff)
+	case "matmul":
+		return sim.MatMul(j.size, j.cutoff)
 	}
-	return p
+	return nil, fmt.Errorf("no model of %q", j.app)
+}
+
+// Depth-limit rules of the real runs (-limit).
+const (
+	// limitBest: the limit of sim.DAG.BestLimit on the job's model, which
+	// minimises the two terms of Théorème 1's makespan the limit trades.
+	limitBest = "best"
+	// limitFanout: hws.DepthLimitFor the job's fan-out (about 128 blocks
+	// per group).
+	limitFanout = "fanout"
+)
+
+// forJob gives hws its depth limit for the job on groups of per
+// processes, unless set, by the rule named.
+func forJob(p hws.Policy, j job, groups, per int, rule string) (hws.Policy, error) {
+	if p.Kind != hws.HWS || p.DepthLimit != 0 || groups <= 1 {
+		return p, nil
+	}
+	switch rule {
+	case limitFanout:
+		p.DepthLimit = hws.DepthLimitFor(groups, j.fanout)
+	case limitBest:
+		d, err := j.model()
+		if err != nil {
+			return p, err
+		}
+		p.DepthLimit = d.BestLimit(groups, per) + 1
+	default:
+		return p, fmt.Errorf("unknown depth-limit rule %q (want %s or %s)", rule, limitBest, limitFanout)
+	}
+	return p, nil
+}
+
+// deepest is the depth of the deepest thread any of the policies lets
+// leave its process: the worker gives it to every policy (-maxdepth), so
+// that all of them may move the same threads and differ only in who asks
+// whom for which.
+func deepest(policies []hws.Policy) int {
+	d := adapt.DefaultMaxDepth
+	for _, p := range policies {
+		d = max(d, adapt.Deepest(p, nil, 0))
+	}
+	return d
 }
 
 // runReal starts the worker under pcorrun in the topology's namespaces and
@@ -91,6 +145,7 @@ func real(args []string, stdout, stderr io.Writer) int {
 	appsFlag := fs.String("apps", "fib,nqueens,matmul", "case studies")
 	flat := fs.Bool("flat", true, "also measure on one flat network")
 	pcorrun := fs.String("pcorrun", "", "pcorrun executable (default: beside this one, then PATH)")
+	limitRule := fs.String("limit", limitBest, "hws depth limit without hws:L: best (Théorème 1's terms on the job's model task tree) or fanout")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -148,9 +203,17 @@ func real(args []string, stdout, stderr io.Writer) int {
 		res := map[string][]*realRun{}
 		for rep := range *reps {
 			for _, j := range jobs {
-				for _, p := range policies {
-					p = forJob(p, j, st.groups)
-					r, err := runReal(ctx, tp, *pcorrun, self, j, p)
+				pols := make([]hws.Policy, len(policies))
+				for i, p := range policies {
+					if pols[i], err = forJob(p, j, st.groups, st.per, *limitRule); err != nil {
+						tp.Close()
+						fmt.Fprintf(stderr, "hws real: %v\n", err)
+						return 2
+					}
+				}
+				md := fmt.Sprint(deepest(pols))
+				for _, p := range pols {
+					r, err := runReal(ctx, tp, *pcorrun, self, j, p, "-maxdepth", md)
 					if err != nil {
 						tp.Close()
 						fmt.Fprintf(stderr, "hws real: %v\n", err)

@@ -50,6 +50,7 @@ func worker(args []string, stdout, stderr io.Writer) int {
 	wanLatency := fs.Duration("wan-latency", 20*time.Millisecond, "latency announced for the wide-area port")
 	wanBandwidth := fs.Float64("wan-bw", 500e3, "bandwidth announced for the wide-area port, bytes/s")
 	vps := fs.Int("vps", 1, "VPs per process")
+	maxDepth := fs.Int("maxdepth", 0, "deepest thread that may leave its process under random and crs (0: the default); hws: see adapt.New")
 	traceFile := fs.String("trace", "", "process 0 writes the athread trace, with the counters, to this file")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
@@ -67,7 +68,7 @@ func worker(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := runWorker(ctx, pol, body, *appName, *size, *cutoff, *vps, *wanLatency, *wanBandwidth, *traceFile, stdout); err != nil {
+	if err := runWorker(ctx, pol, body, *appName, *size, *cutoff, *vps, *maxDepth, *wanLatency, *wanBandwidth, *traceFile, stdout); err != nil {
 		fmt.Fprintf(stderr, "hws worker: %v\n", err)
 		return 1
 	}
@@ -91,14 +92,24 @@ func listenSpec(lat time.Duration, bw float64) string {
 	return "127.0.0.1:0"
 }
 
-func runWorker(ctx context.Context, pol hws.Policy, body app, appName string, size, cutoff, vps int,
+func runWorker(ctx context.Context, pol hws.Policy, body app, appName string, size, cutoff, vps, maxDepth int,
 	wanLat time.Duration, wanBW float64, traceFile string, stdout io.Writer) error {
 	if os.Getenv("PCOR_LISTEN") == "" {
 		os.Setenv("PCOR_LISTEN", listenSpec(wanLat, wanBW))
 	}
+	if os.Getenv(pcor.EnvPrices) == "" {
+		// The link prices are the announced ones: probes of the links
+		// would cross the slow link during the run and be counted in
+		// its bytes and its makespan.
+		os.Setenv(pcor.EnvPrices, "off")
+	}
 	rank := 0
 	fmt.Sscan(os.Getenv(directory.EnvRank), &rank)
-	policy := adapt.New(pol, pcor.ProcID(rank), &hws.Groups{}, 0)
+	md := maxDepth
+	if pol.Kind == hws.HWS {
+		md = 0 // hws goes down to its limit plus half the default
+	}
+	policy := adapt.New(pol, pcor.ProcID(rank), &hws.Groups{}, md)
 	rt, err := athread.FromEnv(ctx, athread.Config{VPs: vps, Policy: policy, Trace: traceFile != ""})
 	if err != nil {
 		return err

@@ -81,6 +81,21 @@ func New(p hws.Policy, self pcor.ProcID, g *hws.Groups, maxDepth int) *Policy {
 	return a
 }
 
+// Deepest is the depth of the deepest thread policy p lets leave its
+// process with groups g and maxDepth as given to New: maxDepth under random
+// and crs, and under hws the deeper of it and the depth limit plus half of
+// it. A comparison of policies that gives random and crs Deepest of hws as
+// their maxDepth lets every policy move the same threads.
+func Deepest(p hws.Policy, g *hws.Groups, maxDepth int) int {
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	if p.Kind != hws.HWS {
+		return maxDepth
+	}
+	return max(maxDepth, p.Limit(g)+maxDepth/2)
+}
+
 // SetGroups replaces the groups (after a membership change; see
 // hws.Tracker).
 func (a *Policy) SetGroups(g *hws.Groups) { a.groups.Store(g) }
@@ -97,7 +112,6 @@ func (a *Policy) Classify(t athread.TaskInfo) athread.Class {
 		}
 		return athread.ClassLocal
 	}
-	l := a.pol.Limit(g)
 	switch {
 	case t.Depth <= 1 && g.Len() > 1:
 		// The program's first threads start where it runs (the seed's
@@ -105,7 +119,7 @@ func (a *Policy) Classify(t athread.TaskInfo) athread.Class {
 		// handed to another group before their creator joins them, they
 		// would cross the slow link only for their work to cross back.
 		return athread.ClassLocal
-	case t.Depth > max(a.maxDepth, l+a.maxDepth/2):
+	case t.Depth > Deepest(a.pol, g, a.maxDepth):
 		return athread.ClassLocal
 	case a.pol.Place(g, uint32(a.self), t.Depth) == hws.Global:
 		return athread.ClassGlobal

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 )
 
@@ -325,6 +326,65 @@ func NQueens(n, cutoff int) (*DAG, error) {
 		}
 	}
 	rec(-1, 0, 0, 0, 0)
+	return d.check()
+}
+
+// NQueensSplit is the n-queens search as a divide-and-conquer loop: a task
+// holding several candidate columns for its row forks two tasks, one per
+// half of them; a task holding one places that queen and goes on in the
+// same way with the free columns of the next row; from row cutoff on, a
+// task searches its subtree sequentially, as in NQueens.
+func NQueensSplit(n, cutoff int) (*DAG, error) {
+	if n < 1 || n > 16 || cutoff < 1 || cutoff > n {
+		return nil, fmt.Errorf("sim: %d-queens with cutoff %d", n, cutoff)
+	}
+	d := newDAG(fmt.Sprintf("nqueens-split(%d)", n))
+	full := uint32(1)<<n - 1
+	var count func(cols, ld, rd uint32) int64
+	count = func(cols, ld, rd uint32) int64 {
+		var c int64 = 1
+		free := full &^ (cols | ld | rd)
+		for free != 0 {
+			b := free & -free
+			free ^= b
+			c += count(cols|b, (ld|b)<<1&full, (rd|b)>>1)
+		}
+		return c
+	}
+	// task adds the task that holds candidates cand of row row (all the
+	// free ones if !given).
+	var task func(parent int32, row int, cols, ld, rd, cand uint32, given bool)
+	task = func(parent int32, row int, cols, ld, rd, cand uint32, given bool) {
+		for {
+			if !given {
+				if row >= cutoff {
+					d.add(parent, int32(min(count(cols, ld, rd), 1<<30)), 0, 32, 16)
+					return
+				}
+				cand, given = full&^(cols|ld|rd), true
+			}
+			k := bits.OnesCount32(cand)
+			if k == 0 {
+				d.add(parent, 1, 0, 32, 16)
+				return
+			}
+			if k > 1 {
+				lo, c := uint32(0), cand
+				for range k / 2 {
+					b := c & -c
+					lo |= b
+					c ^= b
+				}
+				t := d.add(parent, 1, 1, 32, 16)
+				task(t, row, cols, ld, rd, lo, true)
+				task(t, row, cols, ld, rd, cand&^lo, true)
+				return
+			}
+			b := cand
+			row, cols, ld, rd, given = row+1, cols|b, (ld|b)<<1&full, (rd|b)>>1, false
+		}
+	}
+	task(-1, 0, 0, 0, 0, 0, false)
 	return d.check()
 }
 

@@ -32,6 +32,19 @@ func TestDAGFigures(t *testing.T) {
 	if q4.Work() != 2*inner+(2057-inner) {
 		t.Fatalf("8-queens cut at row 4: W=%d", q4.Work())
 	}
+	// Split in halves, the same search: the same placements reach the
+	// cutoff row, every inner task forks two, and the root's halves hold
+	// 4 and 4 of the 8 first-row columns.
+	qs, err := NQueensSplit(8, 4)
+	if err != nil || qs.Fanout() != 2 {
+		t.Fatalf("8-queens split: %v, fan-out %d", err, qs.Fanout())
+	}
+	if leaves, want := qs.leafWork(), q4.leafWork(); leaves != want {
+		t.Fatalf("8-queens split: leaves carry %d units, want %d", leaves, want)
+	}
+	if n, _ := qs.Blocks(1); n != 2 {
+		t.Fatalf("8-queens split: %d tasks at depth 1", n)
+	}
 	// fib(k) below the cutoff costs its number of calls.
 	f, err := Fib(10, 20)
 	if err != nil || f.Len() != 1 || f.Work() != 177 {
@@ -107,4 +120,15 @@ func TestBestLimit(t *testing.T) {
 			}
 		}
 	}
+}
+
+// leafWork is the work of the tasks that fork nothing.
+func (d *DAG) leafWork() int64 {
+	var w int64
+	for i := range d.pre {
+		if d.nkids[i] == 0 {
+			w += int64(d.pre[i]) + int64(d.post[i])
+		}
+	}
+	return w
 }
