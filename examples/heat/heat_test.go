@@ -71,7 +71,7 @@ func TestProgramComposition(t *testing.T) {
 	set := &perfmodel.Set{}
 	for _, name := range regionNames {
 		form := regionForms[name]
-		coef := []float64{1e-3, 1e-9, 1e-4}[:len(form)]
+		coef := []float64{1e-3, 1e-9, 1e-4, 1e-10}[:len(form)]
 		set.Put(name, &perfmodel.Model{Form: form, Coef: coef})
 	}
 	pg, err := program(set, 10)
@@ -81,7 +81,7 @@ func TestProgramComposition(t *testing.T) {
 	n, p := 100.0, 3.0
 	x := n * 50
 	lin := func(v float64) float64 { return 1e-3 + 1e-9*v }
-	want := 2*(1e-3+1e-9*n*n+1e-4*p) + lin(x) + 10*(1e-3+1e-9*x+1e-4*p) + lin(x)
+	want := 2*(1e-3+1e-9*n*n+1e-4*p) + lin(x) + 10*(1e-3+1e-9*x+1e-4*p+1e-10*x*p) + lin(x)
 	if got := pg.Predict(n, p).T; math.Abs(got-want) > 1e-12 {
 		t.Fatalf("program %v, want %v", got, want)
 	}

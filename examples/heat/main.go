@@ -103,7 +103,9 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 		}
 		ns = append(ns, n)
 	}
-	node, err := pcor.FromEnv(ctx, pcor.JoinConfig{})
+	// A worker limited to a quarter of a CPU on a loaded machine can be
+	// off the CPU for seconds: it is slow, not gone.
+	node, err := pcor.FromEnv(ctx, pcor.JoinConfig{Node: pcor.Config{UnreachableTimeout: 30 * time.Second}})
 	if err != nil {
 		return err
 	}
