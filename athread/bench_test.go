@@ -246,10 +246,11 @@ func BenchmarkHandOut(b *testing.B) {
 }
 
 // BenchmarkWavefront runs the alignment case study with a trace and
-// reports the VPs' utilisation while the wavefront is wide: the pipelined
-// wavefront (each tile created as soon as the two it needs are joined)
-// against the baseline that completes each anti-diagonal before starting
-// the next, interleaved run by run.
+// reports the VPs' utilisation while the wavefront is wide: the dataflow
+// wavefront (each finished tile creates those it enables) against the two
+// where the root creates every tile (pipelined: each as soon as the two it
+// needs are joined; barrier: an anti-diagonal at a time), interleaved run
+// by run.
 func BenchmarkWavefront(b *testing.B) {
 	dir := b.TempDir()
 	if out, err := exec.Command("go", "build", "-o", dir, "github.com/pcor-go/pcor/examples/align").CombinedOutput(); err != nil {
@@ -259,7 +260,7 @@ func BenchmarkWavefront(b *testing.B) {
 	variants := []struct {
 		name string
 		args []string
-	}{{"pipelined", nil}, {"barrier", []string{"-barrier"}}}
+	}{{"dataflow", nil}, {"pipelined", []string{"-mode", "pipelined"}}, {"barrier", []string{"-mode", "barrier"}}}
 	utils := make([][]float64, len(variants)) // every VP of every run
 	mins := make([][]float64, len(variants))  // the least busy VP of each run
 	for r := 0; r < 5*b.N; r++ {

@@ -1,18 +1,20 @@
 // Command align computes the Smith-Waterman local alignment score of two
 // generated DNA sequences as a wavefront of tiles, the regular DAG of
 // Anahy's Figure 7a: tile (i, j) needs the last row of tile (i-1, j), the
-// last column of tile (i, j-1) and the corner of tile (i-1, j-1). The root
-// thread creates the tiles of each anti-diagonal, joins them, and moves to
-// the next; tiles carry their borders through a codec, so they run in any
-// process.
+// last column of tile (i, j-1) and the corner of tile (i-1, j-1). Each
+// finished tile creates the tiles it was the last input of (-mode
+// dataflow, the default); tiles carry their borders through a codec, so
+// they run in any process.
 //
 //	go run ./examples/align -len 4000 -block 100 -trace align.json
 //	pcorrun -n 4 align -len 6000
 //
 // The score is checked against a sequential run, and the utilisation of
 // every VP of every process while the wavefront is at least as wide as the
-// VPs of a process is printed from the trace. -barrier runs the baseline
-// that completes each anti-diagonal before starting the next.
+// VPs of a process is printed from the trace. Two baselines have the root
+// thread create every tile: -mode pipelined creates each as soon as the
+// root has joined the two it needs, -mode barrier creates an anti-diagonal,
+// joins it whole, then moves to the next.
 package main
 
 import (
@@ -23,6 +25,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pcor-go/pcor/athread"
@@ -322,11 +325,103 @@ func wavefront(ctx context.Context, p problem, block int32, minWidth int, barrie
 	return best, wideFrom, wideTo, nil
 }
 
+// dataflow computes the score with the tiles creating each other, as in
+// the DAG of Figure 7a: the node of tile (i, j), a thread of this process,
+// runs the tile (a registered thread, which may run in another process),
+// keeps its borders, and creates the node of each neighbour (below, to the
+// right) whose other input is already there; it then joins the nodes it
+// created. The root only joins the node of tile (0, 0): no thread stands
+// between a finished tile and the tiles it enables, so a thread that loses
+// its CPU holds up the tiles that need its own, not every tile not yet
+// created. It returns the times the first tile of the first diagonal at
+// least minWidth wide, and of the first narrower one after it, was
+// created.
+func dataflow(ctx context.Context, p problem, block int32, minWidth int) (int32, time.Time, time.Time, error) {
+	nb := (int(p.Len) + int(block) - 1) / int(block)
+	type cell struct {
+		need atomic.Int32 // inputs not yet there
+		out  tileOut
+	}
+	tiles := make([][]cell, nb)
+	for i := range tiles {
+		tiles[i] = make([]cell, nb)
+		for j := range tiles[i] {
+			tiles[i][j].need.Store(int32(min(i, 1) + min(j, 1)))
+		}
+	}
+	size := func(k int) int { return min(int(block), int(p.Len)-k*int(block)) }
+	var mu sync.Mutex
+	var best int32
+	created := make([]time.Time, 2*nb-1) // first creation in each diagonal
+	mark := func(d int) {
+		mu.Lock()
+		if created[d].IsZero() {
+			created[d] = time.Now()
+		}
+		mu.Unlock()
+	}
+	var node func(i, j int) func(ctx context.Context) (struct{}, error)
+	node = func(i, j int) func(ctx context.Context) (struct{}, error) {
+		return func(ctx context.Context) (struct{}, error) {
+			in := tileIn{P: p, Block: block, Bi: int32(i), Bj: int32(j)}
+			in.Top = make([]int32, size(j)+1)
+			if i > 0 {
+				copy(in.Top[1:], tiles[i-1][j].out.Bottom)
+				if j > 0 {
+					corner := tiles[i-1][j-1].out.Bottom
+					in.Top[0] = corner[len(corner)-1]
+				}
+			}
+			in.Left = make([]int32, size(i))
+			if j > 0 {
+				copy(in.Left, tiles[i][j-1].out.Right)
+			}
+			out, err := athread.Create(ctx, tile, in, athread.Attr{Cost: int64(size(i) * size(j))}).Join(ctx)
+			if err != nil {
+				return struct{}{}, err
+			}
+			tiles[i][j].out = out
+			mu.Lock()
+			best = max(best, out.Max)
+			mu.Unlock()
+			var next []*athread.Handle[struct{}]
+			for _, n := range [][2]int{{i + 1, j}, {i, j + 1}} {
+				if n[0] < nb && n[1] < nb && tiles[n[0]][n[1]].need.Add(-1) == 0 {
+					mark(n[0] + n[1])
+					next = append(next, athread.Go(ctx, node(n[0], n[1])))
+				}
+			}
+			for _, h := range next {
+				if _, err := h.Join(ctx); err != nil {
+					return struct{}{}, err
+				}
+			}
+			return struct{}{}, nil
+		}
+	}
+	mark(0)
+	_, err := athread.Go(ctx, node(0, 0)).Join(ctx)
+	var from, to time.Time
+	for d := range created {
+		lo, hi := max(0, d-nb+1), min(d, nb-1)
+		switch wide := hi-lo+1 >= minWidth; {
+		case wide && from.IsZero():
+			from = created[d]
+		case !wide && !from.IsZero() && to.IsZero():
+			to = created[d]
+		}
+	}
+	if to.IsZero() {
+		to = time.Now()
+	}
+	return best, from, to, err
+}
+
 func main() {
 	length := flag.Int("len", 3000, "length of each sequence")
 	block := flag.Int("block", 100, "tile side")
 	seed := flag.Uint64("seed", 1, "sequence generator seed")
-	barrier := flag.Bool("barrier", false, "join each anti-diagonal whole before creating the next (the baseline)")
+	mode := flag.String("mode", "dataflow", "dataflow: the tiles create the tiles they enable; pipelined: the root creates each tile once it has joined the two it needs; barrier: the root creates an anti-diagonal, joins it whole, then the next")
 	var from, to time.Time
 	athreadmain.MainThen("align", func(ctx context.Context, rt *athread.Runtime) error {
 		p := problem{Seed: *seed, Len: int32(*length)}
@@ -334,7 +429,17 @@ func main() {
 		want := sequential(p)
 		seq := time.Since(t0)
 		t0 = time.Now()
-		got, f, t, err := wavefront(ctx, p, int32(*block), rt.VPs(), *barrier)
+		var got int32
+		var f, t time.Time
+		var err error
+		switch *mode {
+		case "dataflow":
+			got, f, t, err = dataflow(ctx, p, int32(*block), rt.VPs())
+		case "pipelined", "barrier":
+			got, f, t, err = wavefront(ctx, p, int32(*block), rt.VPs(), *mode == "barrier")
+		default:
+			return fmt.Errorf("unknown mode %q (want dataflow, pipelined or barrier)", *mode)
+		}
 		if err != nil {
 			return err
 		}

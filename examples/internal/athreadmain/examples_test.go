@@ -43,6 +43,7 @@ var cases = []struct {
 	{"fib", []string{"-n", "22", "-cutoff", "8"}, "fib(22) = 17711 in"},
 	{"nqueens", []string{"-n", "9"}, "9 queens: 352 solutions in"},
 	{"align", []string{"-len", "700", "-block", "50"}, "alignment score"},
+	{"align", []string{"-len", "700", "-block", "50", "-mode", "pipelined"}, "alignment score"},
 }
 
 func run(t *testing.T, name string, args ...string) string {
