@@ -76,6 +76,9 @@ func (p *Port) postCMRecv(i int) error {
 // sends again).
 func (p *Port) cmSend(to udAddr, m *cmMsg) {
 	m.from = p.udAddr
+	if m.kind != cmRej {
+		m.key = p.jobKey.Load()
+	}
 	p.udMu.Lock()
 	defer p.udMu.Unlock()
 	if p.udClosed {
@@ -157,10 +160,15 @@ func (p *Port) cmReceived(wc verbs.WC) {
 		return
 	}
 	if wc.Status == verbs.WCSuccess && wc.ByteLen >= verbs.GRHSize && wc.ByteLen <= cmSlot {
-		if m, err := parseCMMsg(p.cmSlotBuf(i)[verbs.GRHSize:wc.ByteLen]); err == nil {
-			p.cmHandle(m)
-		} else {
+		if m, err := parseCMMsg(p.cmSlotBuf(i)[verbs.GRHSize:wc.ByteLen]); err != nil {
 			p.stats.cmDropped.Add(1)
+		} else if m.key != p.jobKey.Load() {
+			p.stats.foreign.Add(1)
+			if m.kind == cmReq {
+				p.cmSend(m.from, &cmMsg{kind: cmRej, key: m.key, qp: verbs.Remote{QPN: p.udAddr.qpn}, peer: m.qp.QPN})
+			}
+		} else {
+			p.cmHandle(m)
 		}
 	} else {
 		p.stats.cmDropped.Add(1)
@@ -175,7 +183,7 @@ func (p *Port) cmHandle(m cmMsg) {
 	case cmReq:
 		p.cmAccept(m)
 		return
-	case cmRep:
+	case cmRep, cmRej:
 		p.mu.Lock()
 		ch := p.dials[m.peer]
 		p.mu.Unlock()
@@ -283,6 +291,9 @@ func (p *Port) dial(c *conn, ep string) error {
 			t.Stop()
 			if m.from != to {
 				continue
+			}
+			if m.kind == cmRej {
+				return fmt.Errorf("%w: %s refused the connection", ErrForeignJob, ep)
 			}
 			if err := c.connect(m.qp, m.rma); err != nil {
 				return err

@@ -15,6 +15,11 @@ type Config struct {
 	Port   uint8  // device port; default 1
 	GID    string // local GID (IPv6 or IPv4 form) to send from; default automatic
 
+	// JobKey names the application: the port connects only with ports
+	// of the same key, and refuses (and counts, Stats.Foreign) the others.
+	// A pcor node sets it to its own job key (SetJobKey).
+	JobKey uint64
+
 	RecvBuffers int // 64 KiB receive buffers in the pool; default 256
 	RecvPerPeer int // receive buffers posted on each peer QP; default 32
 	SendBuffers int // 64 KiB send buffers in the pool; default 128

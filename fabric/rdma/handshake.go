@@ -51,18 +51,22 @@ func validQPN(q uint32) bool { return q > 1 && q <= 0xffffff }
 // the listener's, both sides having brought theirs to RTS. Afterwards each
 // side PINGs the other's datagram QP every Config.KeepAlive and expects a
 // PONG; GONE answers a message about a queue pair the receiver no longer
-// has, and is sent to every peer by Close. Layout (big-endian, 52 bytes):
+// has, and is sent to every peer by Close. Every message carries the job
+// key of the port that sent it (Config.JobKey): a port handles only
+// messages of its own job, and answers a REQ of another with REJ (which
+// carries the REQ's key, so that its dialer gives up at once). Layout
+// (big-endian, 60 bytes):
 //
-//	magic[8] "PCRDMA03" | kind u8 | pad[3] | gid[16] | ud qpn u32 |
-//	qpn u32 | psn u32 | rma qpn u32 | rma psn u32 | peer qpn u32
+//	magic[8] "PCRDMA04" | kind u8 | pad[3] | job key u64 | gid[16] |
+//	ud qpn u32 | qpn u32 | psn u32 | rma qpn u32 | rma psn u32 | peer qpn u32
 //
 // gid and ud qpn are the sender's endpoint; qpn and psn (and rma qpn and
 // psn) its queue pairs for this connection; peer qpn the receiver's
 // datagram QP the message is about (zero in a REQ).
-const cmMagic = "PCRDMA03"
+const cmMagic = "PCRDMA04"
 
 // cmMsgLen is the length of a connection-manager message.
-const cmMsgLen = 52
+const cmMsgLen = 60
 
 // Message kinds.
 const (
@@ -71,10 +75,12 @@ const (
 	cmPing = 3
 	cmPong = 4
 	cmGone = 5
+	cmRej  = 6 // a REQ refused: it came from another job
 )
 
 type cmMsg struct {
 	kind uint8
+	key  uint64 // the job key
 	from udAddr
 	qp   verbs.Remote // GID is from.gid
 	rma  verbs.Remote
@@ -88,6 +94,7 @@ var ErrHandshake = errors.New("rdma: bad handshake")
 func (m *cmMsg) marshal(b []byte) []byte {
 	b = append(b, cmMagic...)
 	b = append(b, m.kind, 0, 0, 0)
+	b = binary.BigEndian.AppendUint64(b, m.key)
 	b = append(b, m.from.gid[:]...)
 	b = binary.BigEndian.AppendUint32(b, m.from.qpn)
 	b = binary.BigEndian.AppendUint32(b, m.qp.QPN)
@@ -106,12 +113,13 @@ func parseCMMsg(b []byte) (cmMsg, error) {
 	}
 	var m cmMsg
 	m.kind = b[8]
-	copy(m.from.gid[:], b[12:28])
-	m.from.qpn = binary.BigEndian.Uint32(b[28:])
-	m.qp = verbs.Remote{GID: m.from.gid, QPN: binary.BigEndian.Uint32(b[32:]), PSN: binary.BigEndian.Uint32(b[36:]) & 0xffffff}
-	m.rma = verbs.Remote{GID: m.from.gid, QPN: binary.BigEndian.Uint32(b[40:]), PSN: binary.BigEndian.Uint32(b[44:]) & 0xffffff}
-	m.peer = binary.BigEndian.Uint32(b[48:])
-	if m.kind < cmReq || m.kind > cmGone {
+	m.key = binary.BigEndian.Uint64(b[12:])
+	copy(m.from.gid[:], b[20:36])
+	m.from.qpn = binary.BigEndian.Uint32(b[36:])
+	m.qp = verbs.Remote{GID: m.from.gid, QPN: binary.BigEndian.Uint32(b[40:]), PSN: binary.BigEndian.Uint32(b[44:]) & 0xffffff}
+	m.rma = verbs.Remote{GID: m.from.gid, QPN: binary.BigEndian.Uint32(b[48:]), PSN: binary.BigEndian.Uint32(b[52:]) & 0xffffff}
+	m.peer = binary.BigEndian.Uint32(b[56:])
+	if m.kind < cmReq || m.kind > cmRej {
 		return cmMsg{}, fmt.Errorf("%w: kind %d", ErrHandshake, m.kind)
 	}
 	if !validQPN(m.from.qpn) || !validQPN(m.qp.QPN) {

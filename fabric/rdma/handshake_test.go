@@ -8,7 +8,7 @@ import (
 )
 
 func TestCMMsgRoundTrip(t *testing.T) {
-	m := cmMsg{kind: cmRep, from: udAddr{qpn: 0x17}, qp: verbs.Remote{QPN: 0x11, PSN: 0xabcdef},
+	m := cmMsg{kind: cmRep, key: 0x0102030405060708, from: udAddr{qpn: 0x17}, qp: verbs.Remote{QPN: 0x11, PSN: 0xabcdef},
 		rma: verbs.Remote{QPN: 0x12, PSN: 0x123456}, peer: 0x21}
 	m.from.gid[15] = 7
 	m.qp.GID, m.rma.GID = m.from.gid, m.from.gid
@@ -23,13 +23,17 @@ func TestCMMsgRoundTrip(t *testing.T) {
 	if got != m {
 		t.Fatalf("got %+v, want %+v", got, m)
 	}
+	rej := cmMsg{kind: cmRej, key: 9, from: m.from, qp: verbs.Remote{GID: m.from.gid, QPN: 0x17}, rma: verbs.Remote{GID: m.from.gid}, peer: 0x21}
+	if got, err := parseCMMsg(rej.marshal(nil)); err != nil || got != rej {
+		t.Fatalf("REJ parses as %+v, %v", got, err)
+	}
 	bad := func(f func(c *cmMsg)) []byte {
 		c := m
 		f(&c)
 		return c.marshal(nil)
 	}
 	for i, b := range [][]byte{b[:10], b[:cmMsgLen-1], append([]byte("XXXXXXXX"), b[8:]...),
-		bad(func(c *cmMsg) { c.kind = 9 }), bad(func(c *cmMsg) { c.kind = 0 }),
+		bad(func(c *cmMsg) { c.kind = 7 }), bad(func(c *cmMsg) { c.kind = 0 }),
 		bad(func(c *cmMsg) { c.qp.QPN = 0 }), bad(func(c *cmMsg) { c.from.qpn = 1 }),
 		bad(func(c *cmMsg) { c.rma.QPN = 1 << 24 }), bad(func(c *cmMsg) { c.peer = 0 }),
 		bad(func(c *cmMsg) { c.kind = cmReq })} {
@@ -59,6 +63,8 @@ func FuzzParseCMMsg(f *testing.F) {
 	m := cmMsg{kind: cmReq, from: udAddr{qpn: 0x17}, qp: verbs.Remote{QPN: 0x11, PSN: 1}, rma: verbs.Remote{QPN: 0x12}}
 	f.Add(m.marshal(nil))
 	m.kind, m.peer = cmPing, 0x40
+	f.Add(m.marshal(nil))
+	m.kind, m.key = cmRej, 42
 	f.Add(m.marshal(nil))
 	f.Add([]byte(cmMagic))
 	f.Fuzz(func(t *testing.T, b []byte) {

@@ -31,6 +31,10 @@ var (
 	ErrUnsupportedProvider = verbs.ErrUnsupportedProvider
 )
 
+// ErrForeignJob: the port at the endpoint belongs to another job (its
+// Config.JobKey differs) and refused the connection.
+var ErrForeignJob = errors.New("rdma: the peer belongs to another job")
+
 var errClosed = fabric.ErrClosed
 
 // Endpoint is the address of a Port: the GID and QPN of its
@@ -44,6 +48,7 @@ type Stats struct {
 	Sent, Received   uint64 // datagrams
 	Dropped          uint64 // datagrams dropped: no connection, dead peer, failed completion
 	CMDropped        uint64 // connection-manager messages dropped: malformed, or no room to send
+	Foreign          uint64 // connection-manager messages of another job, dropped (a REQ is answered REJ)
 	ZeroCopy         uint64 // datagrams sent with the body read in place
 	Yields           uint64 // empty Polls that gave the CPU up (sched_yield)
 	Connects         uint64 // queue pairs brought to RTS (both directions)
@@ -53,7 +58,7 @@ type Stats struct {
 }
 
 type stats struct {
-	sent, received, dropped, cmDropped, zeroCopy, yields, connects, peerFailures, retired, handshakeFailures atomic.Uint64
+	sent, received, dropped, cmDropped, foreign, zeroCopy, yields, connects, peerFailures, retired, handshakeFailures atomic.Uint64
 }
 
 // Port is a fabric.Port over RC queue pairs, one per peer.
@@ -76,6 +81,7 @@ type Port struct {
 	udSendCQ *verbs.CQ
 	udMR     *verbs.MR // cmRecvSlots receive slots, then cmSendSlots send slots
 	udAddr   udAddr
+	jobKey   atomic.Uint64
 	udMu     sync.Mutex // UD send ring, udOut, udNext, udClosed, ahs
 	udOut    int
 	udNext   int
@@ -193,6 +199,7 @@ func Listen(cfg Config) (p *Port, err error) {
 			limit = dev
 		}
 	}
+	p.jobKey.Store(cfg.JobKey)
 	p.reg = newRegCache(p.pd, verbs.AccessLocalWrite|verbs.AccessRemoteRead, cfg.RegCacheBytes, limit)
 	if err = p.startCM(); err != nil {
 		return nil, err
@@ -227,9 +234,16 @@ func (p *Port) chooseGID() (verbs.GIDEntry, error) {
 func (p *Port) Stats() Stats {
 	s := &p.stats
 	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), CMDropped: s.cmDropped.Load(),
+		Foreign:  s.foreign.Load(),
 		ZeroCopy: s.zeroCopy.Load(), Yields: s.yields.Load(), Connects: s.connects.Load(), PeerFailures: s.peerFailures.Load(), Retired: s.retired.Load(),
 		HandshakeFailure: s.handshakeFailures.Load()}
 }
+
+// SetJobKey replaces Config.JobKey: from now on the port connects only
+// with ports of this key. Connections made before stay.
+func (p *Port) SetJobKey(key uint64) { p.jobKey.Store(key) }
+
+var _ fabric.JobKeyed = (*Port)(nil)
 
 // LastFailure is why the most recently lost peer was retired (nil if
 // none was).

@@ -326,3 +326,50 @@ func TestPortSendWithoutReceiving(t *testing.T) {
 		t.Fatalf("%d of %d echoed; stats %+v; last failure %v", len(got), total, st, p.LastFailure())
 	}
 }
+
+// TestPortForeignJob: a port refuses the connection of a port with another
+// job key (REJ, counted as Foreign), whose dialer then gives up at once
+// rather than after its handshake timeout, and no datagram crosses; a port
+// of the same job connects.
+func TestPortForeignJob(t *testing.T) {
+	a := listenOrSkip(t, Config{JobKey: 1, HandshakeTimeout: 30 * time.Second})
+	b := listenOrSkip(t, Config{JobKey: 2})
+	c := listenOrSkip(t, Config{JobKey: 1})
+	toB, _ := a.ParseEndpoint(b.LocalEndpoint().String())
+	start := time.Now()
+	if n, err := a.Send([]fabric.Datagram{{Body: []byte("foreign"), To: toB}}); err != nil || n != 1 {
+		t.Fatalf("Send to a foreign port: %d %v", n, err)
+	}
+	if d := time.Since(start); d > 15*time.Second {
+		t.Fatalf("the dialer waited %v: it did not see the refusal", d)
+	}
+	msgs := make([][]byte, 4)
+	if n, err := b.Poll(msgs); n != 0 || err != nil {
+		t.Fatalf("the foreign port received %d datagrams (%v)", n, err)
+	}
+	sa, sb := a.Stats(), b.Stats()
+	if sb.Foreign < 1 || sb.Connects != 0 || sa.Connects != 0 || sa.HandshakeFailure != 1 || sa.Dropped != 1 {
+		t.Fatalf("after a foreign connect: dialer %+v, refuser %+v", sa, sb)
+	}
+	t.Logf("refused in %v; refuser's stats %+v", time.Since(start), sb)
+
+	toC, _ := a.ParseEndpoint(c.LocalEndpoint().String())
+	if n, err := a.Send([]fabric.Datagram{{Body: []byte("same job"), To: toC}}); err != nil || n != 1 {
+		t.Fatalf("Send to a port of the same job: %d %v", n, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		n, err := c.Poll(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 && string(msgs[0]) == "same job" {
+			break
+		}
+		if n != 0 || time.Now().After(deadline) {
+			t.Fatalf("port of the same job: %d datagrams %q; stats %+v", n, msgs[:n], c.Stats())
+		}
+	}
+	if sc := c.Stats(); sc.Foreign != 0 || sc.Connects != 1 {
+		t.Fatalf("port of the same job: stats %+v", sc)
+	}
+}

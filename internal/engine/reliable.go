@@ -69,6 +69,9 @@ func (d *dispatcher) adoptCaps() {
 	if lp, ok := d.fab.(fabric.LostPeers); ok && caps.Has(fabric.PeerLost) {
 		lp.OnPeerLost(func(ep fabric.Endpoint) { d.e.peerLost(d, ep) })
 	}
+	if k, ok := d.fab.(fabric.JobKeyed); ok {
+		k.SetJobKey(d.e.cfg.JobKey)
+	}
 }
 
 // reliableRoutes reports whether every route of rs is a direct one on the

@@ -55,8 +55,11 @@ func NewNode(proc pcor.ProcID, fabric string, mode pcor.Mode, jobKey uint64, pee
 		fabric = "udp"
 	}
 	addr := "127.0.0.1:0"
-	if fabric == "shm" {
+	switch fabric {
+	case "shm":
 		addr = "" // a port name unique to the process
+	case "rdma":
+		addr = "" // the first device; the endpoint is the port's own queue pair
 	}
 	return pcor.NewNode(pcor.Config{
 		Proc:   proc,
