@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,6 +122,21 @@ func TestRate(t *testing.T) {
 	checkPoints(t, r, sizeKeys(64), []string{"udp", "pcor/polling"}, []string{"udp"})
 	r = runJSON(t, "rate", "--placement", "same")
 	checkPoints(t, r, sizeKeys(64), []string{"chan", "pcor/blocking"}, []string{"chan"})
+}
+
+// TestShmBaselines checks that --fabric shm measures pcor over shared
+// memory beside pcor over UDP and, for throughput, a memmove, and gives
+// the ratios to both.
+func TestShmBaselines(t *testing.T) {
+	r := runJSON(t, "throughput", "--fabric", "shm", "--sizes", "64,70000")
+	base := []string{"udp", "tcp", "memmove", "pcor-udp/blocking"}
+	checkPoints(t, r, sizeKeys(64, 70000), append(base, "pcor/blocking"), base)
+	if !slices.Equal(r.Baselines, base) || slices.Contains(r.Series, "pcor-udp/polling") {
+		t.Errorf("baselines %v, series %v", r.Baselines, r.Series)
+	}
+	r = runJSON(t, "roundtrip", "--fabric", "shm", "--sizes", "1", "--mode", "blocking,polling")
+	base = []string{"udpconn", "sys", "sys-poll", "pcor-udp/blocking", "pcor-udp/polling"}
+	checkPoints(t, r, sizeKeys(1), append(base, "pcor/blocking", "pcor/polling"), base)
 }
 
 func TestContention(t *testing.T) {

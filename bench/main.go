@@ -31,6 +31,11 @@
 // (ib_write_bw) for throughput and rate. Without an RDMA device
 // --fabric rdma fails at once; bench/rdma-vm.sh runs it in the soft-RoCE
 // VM beside perftest and writes RESULTS-rdma.md.
+//
+// With --fabric shm (two processes on this machine through shared memory)
+// the baselines also hold pcor itself over UDP on loopback (series
+// pcor-udp/MODE, sampled in turn with the rest) and, for throughput, a
+// single-threaded memmove of each message (series memmove).
 package main
 
 import (

@@ -44,7 +44,7 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*report.Result, 
 	switch o.cmd {
 	case "contention", "idle":
 		for _, mode := range o.modes {
-			s, err := r.openPcor(mode)
+			s, err := r.openPcor(o.fabric, mode)
 			if err != nil {
 				return nil, err
 			}
@@ -72,9 +72,14 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*report.Result, 
 			if err != nil {
 				return nil, err
 			}
+			shm, err := r.openShmBaselines(ctx, res)
+			series = append(series, shm...)
+			if err != nil {
+				return nil, err
+			}
 		}
 		for _, mode := range o.modes {
-			pc, err := r.openPcorSampler(ctx, mode)
+			pc, err := r.openPcorSampler(ctx, o.fabric, mode)
 			if err != nil {
 				return nil, err
 			}
@@ -439,9 +444,9 @@ func (r *runner) openBaseline(ctx context.Context, name string) (sampler, error)
 // openPcorSampler sets up the pcor series of one dispatcher mode. A
 // blocking node stays up for the whole run (idle, it costs nothing); a
 // polling node and its far side are opened for each sample.
-func (r *runner) openPcorSampler(ctx context.Context, mode string) (sampler, error) {
+func (r *runner) openPcorSampler(ctx context.Context, fabric, mode string) (sampler, error) {
 	o := r.o
-	sm := sampler{name: "pcor/" + mode}
+	sm := sampler{name: r.seriesName(fabric, mode)}
 	kind := "pcor-sink"
 	if o.cmd == "roundtrip" {
 		kind = "pcor-echo"
@@ -469,7 +474,7 @@ func (r *runner) openPcorSampler(ctx context.Context, mode string) (sampler, err
 		})
 	}
 	open := func(ctx context.Context) (*pcorSide, error) {
-		s, err := r.openPcor(mode)
+		s, err := r.openPcor(fabric, mode)
 		if err != nil {
 			return nil, err
 		}

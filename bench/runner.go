@@ -65,23 +65,27 @@ func (r *runner) baselineHost() (peer.Host, error) {
 // pcorSide is the near side of pcor measurements in one dispatcher mode
 // and the host of its far side.
 type pcorSide struct {
-	mode string
-	node *pcor.Node
-	near *pb.Near
-	host peer.Host
-	own  bool // the host is closed with the side
+	fabric string
+	mode   string
+	node   *pcor.Node
+	near   *pb.Near
+	host   peer.Host
+	own    bool   // the host is closed with the side
+	name   string // of its series (seriesName)
 }
 
-func (r *runner) openPcor(mode string) (*pcorSide, error) {
+// openPcor opens the near side of pcor over the fabric (--fabric, or udp
+// for the baseline of --fabric shm) in one dispatcher mode.
+func (r *runner) openPcor(fabric, mode string) (*pcorSide, error) {
 	m, err := pb.ParseMode(mode)
 	if err != nil {
 		return nil, err
 	}
-	node, err := pb.NewNode(pb.NearProc, r.o.fabric, m, r.jobKey)
+	node, err := pb.NewNode(pb.NearProc, fabric, m, r.jobKey)
 	if err != nil {
-		return nil, fmt.Errorf("pcor node (%s, %s): %w", r.o.fabric, mode, err)
+		return nil, fmt.Errorf("pcor node (%s, %s): %w", fabric, mode, err)
 	}
-	s := &pcorSide{mode: mode, node: node, near: pb.NewNear(node, r.o.maxSize()), own: true}
+	s := &pcorSide{fabric: fabric, mode: mode, node: node, near: pb.NewNear(node, r.o.maxSize()), own: true, name: r.seriesName(fabric, mode)}
 	if r.o.placement == placeProcs {
 		if s.host, err = peer.Spawn(); err != nil {
 			node.Close()
@@ -95,7 +99,7 @@ func (r *runner) openPcor(mode string) (*pcorSide, error) {
 
 // job describes a far-side pcor job for this side.
 func (s *pcorSide) job(r *runner, kind string, size int) peer.Job {
-	j := peer.Job{Kind: kind, Fabric: r.o.fabric, Mode: s.mode, JobKey: r.jobKey, Size: size, Window: r.o.window}
+	j := peer.Job{Kind: kind, Fabric: s.fabric, Mode: s.mode, JobKey: r.jobKey, Size: size, Window: r.o.window}
 	if r.o.placement == placeProcs {
 		j.Addr = s.node.Endpoints()[0].Addr
 	}
@@ -109,4 +113,13 @@ func (s *pcorSide) close() error {
 	return s.node.Close()
 }
 
-func (s *pcorSide) series() string { return "pcor/" + s.mode }
+func (s *pcorSide) series() string { return s.name }
+
+// seriesName names the measurements of pcor over fabric in mode: pcor/MODE
+// over --fabric, pcor-FABRIC/MODE (a baseline) over another.
+func (r *runner) seriesName(fabric, mode string) string {
+	if fabric != r.o.fabric {
+		return "pcor-" + fabric + "/" + mode
+	}
+	return "pcor/" + mode
+}

@@ -125,8 +125,9 @@ func (r *Result) AddReps(series string, size, threads int, reps, all []float64, 
 	r.Add(p)
 }
 
-// IsPcor reports whether a series is a pcor measurement.
-func IsPcor(series string) bool { return strings.HasPrefix(series, "pcor") }
+// IsPcor reports whether a series is a pcor measurement ("pcor/MODE"), not
+// a baseline (among which pcor over another fabric, "pcor-udp/MODE").
+func IsPcor(series string) bool { return strings.HasPrefix(series, "pcor/") }
 
 // Get returns the point of a series at size and threads.
 func (r *Result) Get(series string, size, threads int) (Point, bool) {
