@@ -45,6 +45,7 @@ type Port struct {
 	in       []*ring // per slot, nil until claimed
 	next     int     // slot to read first, for fairness
 	lastScan time.Time
+	looks    uint64 // empty looks at the rings (see scanLooks)
 	// The last batch received: the slot and ring position of each
 	// datagram (for Hold), and how many there were.
 	src   []int32
@@ -330,7 +331,10 @@ func (p *Port) receive(msgs [][]byte, mode int, deadline time.Time) (int, error)
 		if p.closed.Load() {
 			return 0, fabric.ErrClosed
 		}
-		if time.Since(p.lastScan) > 100*time.Millisecond {
+		// Reading the clock costs as much as a look at every ring (a
+		// polling caller looks millions of times a second): look at it
+		// only every scanLooks empty looks.
+		if p.looks++; p.looks%scanLooks == 0 && time.Since(p.lastScan) > scanEvery {
 			p.scanOwners()
 		}
 		switch mode {
@@ -352,6 +356,14 @@ func (p *Port) receive(msgs [][]byte, mode int, deadline time.Time) (int, error)
 		spins = 0
 	}
 }
+
+// A receiver frees the slots of producers that let go or died, and looks
+// whether its destinations live, every scanEvery at most, found out after
+// scanLooks empty looks at its rings.
+const (
+	scanEvery = 100 * time.Millisecond
+	scanLooks = 64
+)
 
 // sleep waits on the doorbell until a sender rings it, Resume is called
 // (or Interrupt, when intr), the deadline passes or a timeout, to notice a
