@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -37,15 +36,7 @@ func shmThreadsEchoPeer() int {
 // messages of 0 B to 3 MiB (ring fragments and single-copy reads mixed)
 // to its own thread in the echo process, which sends them back; every
 // echo must come back to the thread that sent it, whole, in order.
-//
-// Known defect: about one run in twelve under -race on a loaded machine, an
-// echo of a 1 B message never arrives (the receive times out). Until that is
-// found the test runs only with PCOR_SHM_MANY_THREADS=1, so that CI does not
-// fail on it at random.
 func TestShmManyThreads(t *testing.T) {
-	if os.Getenv("PCOR_SHM_MANY_THREADS") == "" {
-		t.Skip("a known lost echo (see the comment); set PCOR_SHM_MANY_THREADS=1 to run")
-	}
 	n, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, Listen: []pcor.Listen{{Fabric: "shm"}}})
 	if err != nil {
 		t.Fatal(err)
