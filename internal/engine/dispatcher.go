@@ -30,6 +30,9 @@ type dispatcher struct {
 	holding   atomic.Bool
 	held      bool
 	room      uint64 // Engine.room when the batch began
+	// keepsDue: the holder handling the batch keeps the deadlines of
+	// deferred acknowledgements (ackout.go), so it may defer them.
+	keepsDue bool
 
 	// Used only by the holder of the progress token.
 	touched   []*peer
@@ -79,6 +82,9 @@ func (d *dispatcher) loop() {
 		case d.mode == Polling:
 			k, err = d.fab.Poll(pr.msgs)
 			if k == 0 && err == nil {
+				if now := nanotime(); d.e.dueAcks(now) {
+					d.e.flushAcks(now, false)
+				}
 				pr.drive.Unlock()
 				if d.e.closed.Load() {
 					return
@@ -91,8 +97,10 @@ func (d *dispatcher) loop() {
 			}
 			idle = 0
 		case pr.waiter != nil:
+			d.e.flushAcks(nanotime(), true) // nobody keeps their deadline while it sleeps
 			k, err = pr.waiter.Park(pr.msgs)
 		default:
+			d.e.flushAcks(nanotime(), true)
 			k, err = d.fab.Receive(pr.msgs)
 		}
 		if err != nil {
@@ -106,6 +114,7 @@ func (d *dispatcher) loop() {
 		}
 		if k > 0 {
 			pr.dispatcherBatches.Add(1)
+			d.keepsDue = d.mode == Polling
 			d.handleBatch(pr.msgs[:k])
 		}
 		pr.drive.Unlock()
@@ -232,6 +241,7 @@ func (d *dispatcher) flush() {
 	}
 	b := e.getBatch()
 	var out *dispatcher
+	now := nanotime()
 	for _, p := range d.touched {
 		rt := p.ctrl()
 		if rt == nil {
@@ -242,11 +252,19 @@ func (d *dispatcher) flush() {
 			p.rxmu.Unlock()
 			continue
 		}
-		if !p.rx.ackNow && e.cfg.AckDelay > 0 {
-			// Wait a little for data going back to carry it.
-			p.armAckLocked()
-			p.rxmu.Unlock()
-			continue
+		if !p.rx.ackNow {
+			// Wait a little for data going back to carry it: the reply
+			// that is likely to come, or any within the ack delay.
+			if p.deferAckLocked(d.keepsDue, now) {
+				p.rxmu.Unlock()
+				d.c.acksDeferred.Add(1)
+				continue
+			}
+			if !p.rx.ackAsked && e.cfg.AckDelay > 0 {
+				p.armAckLocked()
+				p.rxmu.Unlock()
+				continue
+			}
 		}
 		p.takeAckLocked(&d.ackBody)
 		p.rxmu.Unlock()

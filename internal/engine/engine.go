@@ -21,6 +21,7 @@ type Engine struct {
 	bufs  bufPool
 
 	budgetUsed atomic.Int64
+	acks       deferredAcks // acknowledgements waiting for a reply (ackout.go)
 	// room counts the events that may let a held datagram in (see
 	// reliable.go): budget or a control block freed, a receive posted,
 	// routes set.

@@ -275,6 +275,9 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 		if d.mode == Polling || now < spinUntil {
 			k, err = d.fab.Poll(pr.msgs)
 			if k == 0 && err == nil {
+				if e.dueAcks(now) {
+					e.flushAcks(now, false)
+				}
 				if d.mode == Blocking {
 					osYield() // see driveSpin
 				}
@@ -293,13 +296,18 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 			if ctx.Err() != nil {
 				return true, true, ctx.Err()
 			}
+			e.flushAcks(now, false)
+			slice := driveSlice
+			if due := e.acks.due.Load(); due != 0 {
+				slice = min(slice, time.Duration(max(due-now, 0)))
+			}
 			pr.sleeping.Store(true)
 			pr.sleeps.Add(1)
 			if r.state.Load() == stateDone {
 				pr.sleeping.Store(false)
 				return true, true, r.err
 			}
-			k, err = pr.waiter.Wait(pr.msgs, time.Now().Add(driveSlice))
+			k, err = pr.waiter.Wait(pr.msgs, time.Now().Add(slice))
 			pr.sleeping.Store(false)
 		}
 		if err != nil {
@@ -311,6 +319,7 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 		}
 		if k > 0 {
 			pr.threadBatches.Add(1)
+			d.keepsDue = true
 			d.handleBatch(pr.msgs[:k])
 		}
 	}
@@ -343,6 +352,7 @@ func (d *dispatcher) reclaim(t **time.Timer) bool {
 	pr := &d.prog
 	e := d.e
 	for {
+		e.flushAcks(nanotime(), false)
 		var wait time.Duration
 		switch pr.state.Load() {
 		case tokDispatcher:
@@ -357,8 +367,12 @@ func (d *dispatcher) reclaim(t **time.Timer) bool {
 				continue
 			}
 			wait = progressGrace - idle
+			if due := e.acks.due.Load(); due != 0 {
+				// Nobody keeps the deferred acknowledgements' deadline.
+				wait = min(wait, time.Duration(max(due-nanotime(), 0)))
+			}
 		default:
-			wait = progressGrace
+			wait = progressGrace // the driving thread keeps the deadlines
 		}
 		if *t == nil {
 			*t = time.NewTimer(wait)

@@ -31,10 +31,19 @@ func udpPort(t testing.TB) *udp.Port {
 // mode, all peers of each other.
 func udpEngines(t testing.TB, n int, mode Mode) []*Engine {
 	t.Helper()
+	return udpEnginesWith(t, n, mode, Config{})
+}
+
+// udpEnginesWith is udpEngines with the settings of cfg (Proc and JobKey
+// are set for each engine).
+func udpEnginesWith(t testing.TB, n int, mode Mode, cfg Config) []*Engine {
+	t.Helper()
 	es := make([]*Engine, n)
 	ports := make([]*udp.Port, n)
 	for i := range es {
-		e, err := New(Config{Proc: ProcID(i), JobKey: 0xbeef})
+		c := cfg
+		c.Proc, c.JobKey = ProcID(i), 0xbeef
+		e, err := New(c)
 		if err != nil {
 			t.Fatal(err)
 		}

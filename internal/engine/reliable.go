@@ -261,6 +261,7 @@ func (d *dispatcher) helpDrive() {
 		return
 	}
 	if k, err := d.fab.Poll(pr.msgs); k > 0 && err == nil {
+		d.keepsDue = false
 		d.handleBatch(pr.msgs[:k])
 	}
 	pr.drive.Unlock()

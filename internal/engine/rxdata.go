@@ -48,8 +48,11 @@ func (d *dispatcher) acceptLocked(p *peer, h *wire.Header, body []byte) {
 func (rx *rxStream) arrivedLocked(h *wire.Header, ackEvery int) {
 	rx.ackPending = true
 	rx.unacked++
-	if rx.unacked >= ackEvery || h.Flags&(wire.FlagRetransmit|wire.FlagAckNow) != 0 || h.Kind == wire.Abort {
+	if rx.unacked >= ackEvery || h.Flags&wire.FlagRetransmit != 0 || h.Kind == wire.Abort {
 		rx.ackNow = true
+	}
+	if h.Flags&wire.FlagAckNow != 0 {
+		rx.ackAsked = true // at once, unless a reply is likely to carry it
 	}
 	rx.echo = h.Seq // the newest arrival, for a clean round-trip sample
 }

@@ -30,6 +30,18 @@ type rxStream struct {
 	unacked    int  // fragments arrived since the last acknowledgement
 	ackNow     bool // acknowledge at the end of this batch
 	echo       uint64
+
+	// Acknowledgements that wait for a reply (ackout.go): ackAsked, a
+	// sender waits for this acknowledgement (wire.FlagAckNow); ackDue,
+	// when a deferred acknowledgement must leave on its own (0: none
+	// deferred); ackListed, the peer is in its port's deferred list;
+	// ackAt, when the last acknowledgement left on its own; replies,
+	// how sure it is that data going back will carry the next one.
+	ackAsked  bool
+	ackListed bool
+	replies   int8
+	ackDue    int64
+	ackAt     int64
 }
 
 // inOrder reports whether nothing above the cumulative point has arrived,

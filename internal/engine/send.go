@@ -86,9 +86,7 @@ func (p *peer) pump() {
 		n := len(b.dgs)
 		if n > 0 && b.piggy {
 			p.rxmu.Lock()
-			if p.rx.ackPending && p.rx.cum == b.ackCum && p.rx.inOrder() {
-				p.rx.ackPending, p.rx.ackNow, p.rx.unacked = false, false, 0
-			}
+			p.sentDataLocked(b.ackCum, nanotime())
 			p.rxmu.Unlock()
 		}
 		p.e.transmitRuns(b.ports, b.dgs)

@@ -64,6 +64,11 @@ type PortStats struct {
 	// buffer of a receive posted before they arrived (no second copy).
 	MessagesInPlace uint64
 
+	// AcksDeferred counts the acknowledgements held back for data going
+	// the other way to carry them (a reply was likely); AcksLate, those of
+	// them that had to leave on their own after all.
+	AcksDeferred, AcksLate uint64
+
 	// Caller-driven progress (progress.go): Leads counts the times a
 	// waiting thread took the port's progress token, Steals those of them
 	// taken from the dispatcher; Handbacks, a leaving driver handed the
@@ -90,6 +95,8 @@ type counters struct {
 	drops                                      [nDrops]atomic.Uint64
 
 	inPlace atomic.Uint64
+
+	acksDeferred, acksLate atomic.Uint64
 }
 
 func (c *counters) snapshot(s *PortStats) {
@@ -111,6 +118,8 @@ func (c *counters) snapshot(s *PortStats) {
 	s.MessagesRecv = c.msgsRecv.Load()
 	s.MessagesSent = c.msgsSent.Load()
 	s.MessagesInPlace = c.inPlace.Load()
+	s.AcksDeferred = c.acksDeferred.Load()
+	s.AcksLate = c.acksLate.Load()
 	s.SendErrors = c.sendErrs.Load()
 	s.ReceiveErrors = c.recvErrs.Load()
 	s.Drops = make(map[string]uint64)
