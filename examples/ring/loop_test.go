@@ -8,9 +8,11 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -32,7 +34,9 @@ func TestStartExitLoop(t *testing.T) {
 		run  func(ctx context.Context) ([]byte, error)
 	}{
 		{"pcorrun", func(ctx context.Context) ([]byte, error) {
-			return pcorrun(ctx, "-n", "4", ringPath(), "-rounds", "10").CombinedOutput()
+			cmd := pcorrun(ctx, "-n", "4", ringPath(), "-rounds", "10")
+			dumpOnCancel(cmd)
+			return cmd.CombinedOutput()
 		}},
 		{"embedded directory", func(ctx context.Context) ([]byte, error) {
 			return embeddedRing(ctx, 4, "-rounds", "10")
@@ -87,6 +91,7 @@ func embeddedRing(ctx context.Context, n int, args ...string) ([]byte, error) {
 	cmds := make([]*exec.Cmd, n)
 	for r := range cmds {
 		cmd := exec.CommandContext(ctx, ringPath(), args...)
+		dumpOnCancel(cmd)
 		cmd.Env = append(os.Environ(), "PCOR_COORD="+coord, "PCOR_JOBKEY="+key,
 			fmt.Sprintf("PCOR_RANK=%d", r), fmt.Sprintf("PCOR_SIZE=%d", n), "PCOR_DIRECTORY=")
 		cmd.Stdout, cmd.Stderr = &out, &out
@@ -102,6 +107,47 @@ func embeddedRing(ctx context.Context, n int, args ...string) ([]byte, error) {
 		}
 	}
 	return out.Bytes(), first
+}
+
+// dumpOnCancel makes a run that outlives its context print where it
+// stands before it is killed: the process and its children (the ranks
+// pcorrun started) get SIGQUIT, so a Go program prints every goroutine's
+// stack, and are killed if they have not exited 10 s later.
+func dumpOnCancel(cmd *exec.Cmd) {
+	cmd.Cancel = func() error {
+		for _, child := range childrenOf(cmd.Process.Pid) {
+			syscall.Kill(child, syscall.SIGQUIT)
+		}
+		time.Sleep(2 * time.Second) // the children's stacks before pcorrun's
+		return cmd.Process.Signal(syscall.SIGQUIT)
+	}
+	cmd.WaitDelay = 10 * time.Second
+}
+
+// childrenOf lists the processes whose parent is pid, from /proc.
+func childrenOf(pid int) []int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var kids []int
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		var state string
+		var child, ppid int
+		if _, err := fmt.Sscanf(string(b[i+1:]), " %s %d", &state, &ppid); err != nil || ppid != pid {
+			continue
+		}
+		if _, err := fmt.Sscanf(string(b), "%d", &child); err == nil {
+			kids = append(kids, child)
+		}
+	}
+	return kids
 }
 
 type lockedBuffer struct {
