@@ -92,7 +92,10 @@ summarize() {
 	/^# pcor-go/ && tab != "" { text[tab] = $0 "\n"; inTab = 1; next }
 	inTab && /^  # size/ {
 		text[tab] = text[tab] $0 "\n"
-		for (k = 3; k <= NF; k++) col[tab, $k] = k - 1
+		for (k = 3; k <= NF; k++) {
+			col[tab, $k] = k - 1
+			if ($(k + 1) == "±") sp[tab, $k] = k
+		}
 		next
 	}
 	inTab && /^ +[0-9]/ {
@@ -107,8 +110,19 @@ summarize() {
 		split(rows[tab, size], f, " ")
 		return f[col[tab, name]]
 	}
+	function spread(tab, size, name,   f) {
+		if (!((tab, name) in sp) || !((tab, size) in rows)) return ""
+		split(rows[tab, size], f, " ")
+		return f[sp[tab, name]]
+	}
 	function dash(x) { return x == "" ? "-" : x }
 	function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
+	# rx is a ratio of two medians with the spreads of both over the repetitions.
+	function rx(a, b, sa, sb,   r) {
+		r = ratio(a, b)
+		if (r == "-" || (sa == "" && sb == "")) return r
+		return r " (±" dash(sa) " / ±" dash(sb) ")"
+	}
 	END {
 		print "# pcor-go over RDMA (soft-RoCE VM)\n"
 		print "Regenerate with `bench/rdma-vm.sh` (from the repository root). One boot of the QEMU/TCG guest of " \
@@ -123,6 +137,7 @@ summarize() {
 		      "only the ratios inside this one run mean anything.\n"
 		print "Generated " now ".\n"
 		print "## Ratios\n"
+		print "Each figure of bench is the median of its repetitions; a ratio of two of them is followed by the spread, (max-min)/median, of numerator and denominator over the repetitions, so that noise can be told from change.\n"
 		print "Round trip (median, µs; perftest reports one-way time, so its figure is doubled; the verbs ping-pong was sampled in turn with pcor/blocking, pcor/polling ran after):\n"
 		print "| size | perftest ib_send_lat ×2 (typical) | verbs | pcor/blocking | pcor/polling | verbs/perftest | blocking/verbs | polling/verbs |"
 		print "|---|---|---|---|---|---|---|---|"
@@ -130,7 +145,8 @@ summarize() {
 		for (i = 1; i <= n; i++) {
 			s = rs[i]; t = "roundtrip/rdma"; v = field(t, s, "verbs"); p = field(t, s, "pcor/blocking"); q = field(t, s, "pcor/polling")
 			pt = (s == lat_size "") ? sprintf("%.2f", 2 * lat_typ) : ""
-			printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s, dash(pt), v, p, dash(q), ratio(v, pt), ratio(p, v), ratio(q, v)
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s, dash(pt), v, p, dash(q), ratio(v, pt),
+				rx(p, v, spread(t, s, "pcor/blocking"), spread(t, s, "verbs")), rx(q, v, spread(t, s, "pcor/polling"), spread(t, s, "verbs"))
 		}
 		print "\nThroughput (median, MB/s = 10^6 B/s):\n"
 		print "| size | perftest ib_write_bw (average) | ib_read_bw (average) | verbs WRITE | pcor/blocking | pcor/polling | verbs/perftest | blocking/verbs | polling/verbs | blocking/ib_read_bw |"
@@ -140,19 +156,20 @@ summarize() {
 			s = ts[i]; t = "throughput/rdma"; v = field(t, s, "verbs"); p = field(t, s, "pcor/blocking"); q = field(t, s, "pcor/polling")
 			pt = (s == "64K" && bw_size == 65536) ? sprintf("%.2f", bw_avg) : ""
 			rd = (s == "64K" && rd_size == 65536) ? sprintf("%.2f", rd_avg) : ""
-			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s, dash(pt), dash(rd), v, p, dash(q), ratio(v, pt), ratio(p, v), ratio(q, v), ratio(p, rd)
+			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s, dash(pt), dash(rd), v, p, dash(q), ratio(v, pt),
+				rx(p, v, spread(t, s, "pcor/blocking"), spread(t, s, "verbs")), rx(q, v, spread(t, s, "pcor/polling"), spread(t, s, "verbs")), ratio(p, rd)
 		}
-		if (("roundtrip/udp", "udp") in col) {
+		if (("roundtrip/udp", "udpconn") in col || ("throughput/udp", "udp") in col) {
 			print "\nSame guest, UDP (pcor over fabric/udp against raw UDP on the guest loopback):\n"
-			print "| command | size | raw udp | pcor/blocking | pcor/udp | pcor over RDMA ÷ pcor over UDP |"
+			print "| command | size | raw udp (ping-pong on a connected socket; stream) | pcor/blocking | pcor/udp | pcor over RDMA ÷ pcor over UDP |"
 			print "|---|---|---|---|---|---|"
 			for (i = 1; i <= split(rtsizes, rs, ","); i++) {
-				s = rs[i]; u = field("roundtrip/udp", s, "udp"); p = field("roundtrip/udp", s, "pcor/blocking")
-				printf "| roundtrip (µs) | %s | %s | %s | %s | %s |\n", s, u, p, ratio(p, u), ratio(field("roundtrip/rdma", s, "pcor/blocking"), p)
+				s = rs[i]; t = "roundtrip/udp"; b = "udpconn"; u = field(t, s, b); p = field(t, s, "pcor/blocking")
+				printf "| roundtrip (µs) | %s | %s | %s | %s | %s |\n", s, u, p, rx(p, u, spread(t, s, "pcor/blocking"), spread(t, s, b)), ratio(field("roundtrip/rdma", s, "pcor/blocking"), p)
 			}
 			for (i = 1; i <= split(tpsizes, ts, ","); i++) {
-				s = ts[i]; u = field("throughput/udp", s, "udp"); p = field("throughput/udp", s, "pcor/blocking")
-				printf "| throughput (MB/s) | %s | %s | %s | %s | %s |\n", s, u, p, ratio(p, u), ratio(field("throughput/rdma", s, "pcor/blocking"), p)
+				s = ts[i]; t = "throughput/udp"; u = field(t, s, "udp"); p = field(t, s, "pcor/blocking")
+				printf "| throughput (MB/s) | %s | %s | %s | %s | %s |\n", s, u, p, rx(p, u, spread(t, s, "pcor/blocking"), spread(t, s, "udp")), ratio(field("throughput/rdma", s, "pcor/blocking"), p)
 			}
 		}
 		print "\nperftest (" ptiters " iterations): ib_send_lat " lat_size " B one-way typical " lat_typ " µs, average " lat_avg \
