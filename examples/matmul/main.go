@@ -63,7 +63,9 @@ func run(ctx context.Context, sizeList string, reps int, out, models string) err
 		}
 		ns = append(ns, n)
 	}
-	node, err := pcor.FromEnv(ctx, pcor.JoinConfig{})
+	// A worker limited to a quarter of a CPU on a loaded machine can be
+	// off the CPU for seconds: it is slow, not gone.
+	node, err := pcor.FromEnv(ctx, pcor.JoinConfig{Node: pcor.Config{UnreachableTimeout: 30 * time.Second}})
 	if err != nil {
 		return err
 	}
@@ -102,15 +104,20 @@ func worker(ctx context.Context, th *pcor.Thread) error {
 		if n == 0 {
 			return nil
 		}
-		row := make([]float64, n)
+		// The buffers are reused from range to range (Serve copies the
+		// result before the next call): a worker that allocated each
+		// result row timed the allocator and the collector inside its
+		// CPU quota, and more so the more ranges a strategy cuts.
+		row, crow := make([]float64, n), make([]float64, n)
+		var out []byte
 		_, err = distribute.Serve(ctx, th, func(r distribute.Range, in []byte) ([]byte, error) {
 			if len(in) != 8*n*r.Len() {
 				return nil, fmt.Errorf("input of %d bytes for %d rows of %d", len(in), r.Len(), n)
 			}
-			out := make([]byte, 0, len(in))
+			out = out[:0]
 			for i := range r.Len() {
 				a := decodeRow(in[8*n*i:8*n*(i+1)], row)
-				out = appendRow(out, multiplyRow(a, b, n))
+				out = appendRow(out, multiplyRow(crow, a, b, n))
 			}
 			return out, nil
 		})
@@ -120,9 +127,10 @@ func worker(ctx context.Context, th *pcor.Thread) error {
 	}
 }
 
-// multiplyRow returns row a (length n) times the n×n matrix b.
-func multiplyRow(a, b []float64, n int) []float64 {
-	c := make([]float64, n)
+// multiplyRow sets c to row a (length n) times the n×n matrix b and
+// returns it.
+func multiplyRow(c, a, b []float64, n int) []float64 {
+	clear(c)
 	for k, aik := range a {
 		bk := b[k*n : (k+1)*n]
 		for j, v := range bk {

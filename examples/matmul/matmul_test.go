@@ -17,7 +17,7 @@ func TestMultiplyRowAndCheck(t *testing.T) {
 	a, b := randomMatrix(rng, n), randomMatrix(rng, n)
 	c := make([]float64, n*n)
 	for i := range n {
-		copy(c[i*n:], multiplyRow(a[i*n:(i+1)*n], b, n))
+		multiplyRow(c[i*n:(i+1)*n], a[i*n:(i+1)*n], b, n)
 	}
 	if err := check(a, b, c, n, rng); err != nil {
 		t.Fatal(err)
