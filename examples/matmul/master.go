@@ -118,6 +118,7 @@ func (m *master) experiment(ctx context.Context, ns []int, reps int, out, models
 	rng := rand.New(rand.NewPCG(1, 2))
 	times := map[string]map[int][]float64{} // variant → n → seconds
 	vrps := map[int][]float64{}
+	loads := map[int][]float64{} // n → the load average before each multiplication
 	for _, n := range ns {
 		a, b := randomMatrix(rng, n), randomMatrix(rng, n)
 		var models []*perfmodel.Model
@@ -145,6 +146,7 @@ func (m *master) experiment(ctx context.Context, ns []int, reps int, out, models
 		for r := range reps {
 			for k := range variants {
 				v := variants[(k+r)%len(variants)]
+				loads[n] = append(loads[n], loadAverage())
 				d, err := m.multiply(ctx, v, vrp, n, a, b, rng)
 				if err != nil {
 					return err
@@ -157,7 +159,7 @@ func (m *master) experiment(ctx context.Context, ns []int, reps int, out, models
 			}
 		}
 	}
-	report := table(ns, reps, len(m.workers), times, vrps)
+	report := table(ns, reps, len(m.workers), times, vrps, loads)
 	fmt.Print(report)
 	strategyModels := fitStrategies(ns, times, set)
 	fmt.Print(strategyModels)
@@ -183,6 +185,18 @@ func fmtVRP(v []float64) string {
 	return "[" + strings.Join(s, " ") + "]"
 }
 
+// loadAverage is the machine's one-minute load average (0 where
+// /proc/loadavg cannot be read).
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	var v float64
+	fmt.Sscan(string(b), &v)
+	return v
+}
+
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
@@ -197,18 +211,18 @@ func median(xs []float64) float64 {
 
 // table is the Markdown table of median times (with their spread) and the
 // ratios the case study is judged by.
-func table(ns []int, reps, workers int, times map[string]map[int][]float64, vrps map[int][]float64) string {
+func table(ns []int, reps, workers int, times map[string]map[int][]float64, vrps map[int][]float64, loads map[int][]float64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Matrix multiplication C = A·B (n×n float64), %d workers, median of %d runs per cell (min–max), ms.\n\n", workers, reps)
 	fmt.Fprintf(&b, "| n | VRP (calibrated) |")
 	for _, v := range variants {
 		fmt.Fprintf(&b, " %s |", v.name)
 	}
-	fmt.Fprintf(&b, " VRP-SS/SS | VRP-SS/even | VRP-SS/best |\n|---|---|")
+	fmt.Fprintf(&b, " VRP-SS/SS | VRP-SS/even | VRP-SS/best | load |\n|---|---|")
 	for range variants {
 		b.WriteString("---|")
 	}
-	b.WriteString("---|---|---|\n")
+	b.WriteString("---|---|---|---|\n")
 	for _, n := range ns {
 		fmt.Fprintf(&b, "| %d | %s |", n, fmtVRP(vrps[n]))
 		best := 0.0
@@ -221,7 +235,8 @@ func table(ns []int, reps, workers int, times map[string]map[int][]float64, vrps
 			fmt.Fprintf(&b, " %.1f (%.1f–%.1f) |", 1e3*med, 1e3*slices.Min(xs), 1e3*slices.Max(xs))
 		}
 		vs := median(times["VRP-SS"][n])
-		fmt.Fprintf(&b, " %.2f | %.2f | %.2f |\n", vs/median(times["SS"][n]), vs/median(times["even"][n]), vs/best)
+		fmt.Fprintf(&b, " %.2f | %.2f | %.2f | %.1f–%.1f |\n", vs/median(times["SS"][n]), vs/median(times["even"][n]), vs/best,
+			slices.Min(loads[n]), slices.Max(loads[n]))
 	}
 	return b.String()
 }
