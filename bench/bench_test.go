@@ -282,8 +282,9 @@ func TestRDMAFabric(t *testing.T) {
 
 // --progress writes, for each pcor sample, what the progress counters of
 // both nodes did: in a round trip between processes each node receives
-// two datagrams a round trip (the data and the acknowledgement of its
-// own send), and the waiting threads receive some of them.
+// the data and, unless the reply carried it, the acknowledgement of its
+// own send (one or two datagrams a round trip), and the waiting threads
+// receive some of them.
 func TestProgressCounters(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -293,17 +294,19 @@ func TestProgressCounters(t *testing.T) {
 	if err := run(ctx, args, &out, &errb); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
-	re := regexp.MustCompile(`(?m)^# pcor/blocking 1: median [0-9.e+]+ us over 20 ops; near: frags-recv (\d+) .*thread-batches (\d+) .*; far: frags-recv (\d+) .*thread-batches (\d+) `)
+	re := regexp.MustCompile(`(?m)^# pcor/blocking 1: median [0-9.e+]+ us over 20 ops; near: frags-recv (\d+) acks-sent \d+ acks-deferred \d+ .*thread-batches (\d+) .*; far: frags-recv (\d+) .*thread-batches (\d+) `)
 	ms := re.FindAllStringSubmatch(errb.String(), -1)
 	if len(ms) != 2 {
 		t.Fatalf("want a line of counters for each of 2 samples:\n%s", errb.String())
 	}
 	for _, m := range ms {
 		// The far node may count the last acknowledgement in the next
-		// sample, and a loaded machine may make a sender send again.
+		// sample, and a loaded machine may make a sender send again
+		// (under -race at load 40, round trips of 20-35 ms and up to 65
+		// datagrams received in 20 of them).
 		near, _ := strconv.Atoi(m[1])
 		far, _ := strconv.Atoi(m[3])
-		if near < 39 || near > 44 || far < 39 || far > 44 || m[2] == "0" || m[4] == "0" {
+		if near < 20 || near > 100 || far < 20 || far > 100 || m[2] == "0" || m[4] == "0" {
 			t.Errorf("counters of 20 round trips: %s", m[0])
 		}
 	}

@@ -33,6 +33,11 @@ type PortStats struct {
 	// (an Irecv ahead of the message), with no second copy.
 	MessagesInPlace uint64
 
+	// AcksDeferred counts the acknowledgements held back for data going
+	// the other way (a reply) to carry them; AcksLate, those of them sent
+	// alone after all because no data came in time.
+	AcksDeferred, AcksLate uint64
+
 	// Caller-driven progress: a thread waiting in Send, Recv or Wait for
 	// a message through the port takes the port's progress token and
 	// receives itself (Leads; Steals, taken from the port's dispatcher
@@ -60,6 +65,7 @@ func portStats(s engine.PortStats) PortStats {
 		Forwarded: s.Forwarded, Drops: s.Drops, DroppedTotal: s.DroppedTotal,
 		MessagesRecv: s.MessagesRecv, MessagesSent: s.MessagesSent,
 		SendErrors: s.SendErrors, ReceiveErrors: s.ReceiveErrors, MessagesInPlace: s.MessagesInPlace,
+		AcksDeferred: s.AcksDeferred, AcksLate: s.AcksLate,
 		Leads: s.Leads, Steals: s.Steals, Handbacks: s.Handbacks, GiveBacks: s.GiveBacks, Reclaims: s.Reclaims,
 		ThreadBatches: s.ThreadBatches, DispatcherBatches: s.DispatcherBatches, DriverSleeps: s.DriverSleeps,
 	}

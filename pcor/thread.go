@@ -52,9 +52,11 @@ func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error
 }
 
 // Ssend sends data to dst with tag and returns once the destination
-// process has accepted the whole message (MPI's synchronous send): the
-// destination acknowledges it at once. Failures are reported by Ssend
-// itself. If ctx ends first the send is cancelled.
+// process has accepted the whole message (MPI's synchronous send). The
+// destination acknowledges it at once, or, where data from it to this
+// process usually follows soon (a reply), with that data, and alone after
+// at most a fraction of a millisecond if none comes. Failures are reported
+// by Ssend itself. If ctx ends first the send is cancelled.
 func (t *Thread) Ssend(ctx context.Context, dst Addr, tag Tag, data []byte) error {
 	return t.send(ctx, dst, tag, data)
 }

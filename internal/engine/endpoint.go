@@ -40,7 +40,9 @@ func (ep *Endpoint) Irecv(srcProc ProcID, srcThread ThreadID, tag Tag, buf []byt
 
 // Send sends data and returns once the destination process has accepted
 // the whole message; the destination acknowledges it at once, since the
-// caller waits. If ctx ends first the send is cancelled.
+// caller waits, unless data going back is likely to carry the
+// acknowledgement soon (see ackout.go). If ctx ends first the send is
+// cancelled.
 func (ep *Endpoint) Send(ctx context.Context, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) error {
 	// A send request can stay referenced by fragments in flight after it
 	// completes; it is reused only once the engine holds none.

@@ -100,10 +100,12 @@ func Counters(node *pcor.Node) map[string]uint64 {
 		c["sleeps"] += s.DriverSleeps
 		c["frags-recv"] += s.FragsRecv
 		c["acks-sent"] += s.AcksSent
+		c["acks-deferred"] += s.AcksDeferred
+		c["acks-late"] += s.AcksLate
 	}
 	return c
 }
 
 // CounterNames orders the keys of Counters for printing.
-var CounterNames = []string{"frags-recv", "acks-sent", "thread-batches", "dispatcher-batches", "sleeps",
+var CounterNames = []string{"frags-recv", "acks-sent", "acks-deferred", "acks-late", "thread-batches", "dispatcher-batches", "sleeps",
 	"leads", "steals", "handbacks", "givebacks", "reclaims"}
