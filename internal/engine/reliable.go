@@ -112,19 +112,29 @@ func (p *peer) sendReliable(r *Request) {
 // unless another thread does.
 func (p *peer) pumpReliable() {
 	for p.sendMu.TryLock() {
-		more := p.transmitQueuedLocked()
+		p.transmitQueuedLocked()
 		p.sendMu.Unlock()
-		if !more {
+		// A message may have been queued after the last look and before
+		// the unlock, by a thread that found sendMu held and left it to
+		// this one: look again.
+		if !p.reliableQueued() {
 			return
 		}
-		// A message may have been queued after the last look and before
-		// the unlock, by a thread that found sendMu held: look again.
 	}
 }
 
-// transmitQueuedLocked sends the queued messages one after the other and
-// reports whether the queue may have more. p.sendMu is held.
-func (p *peer) transmitQueuedLocked() bool {
+// reliableQueued reports whether the head of the queue waits to be
+// transmitted on the reliable path.
+func (p *peer) reliableQueued() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := p.tx.queue.head
+	return r != nil && !r.started && p.tx.failed == nil && p.reliable.Load()
+}
+
+// transmitQueuedLocked sends the queued messages one after the other.
+// p.sendMu is held.
+func (p *peer) transmitQueuedLocked() {
 	e := p.e
 	b := e.getBatch()
 	defer e.putBatch(b)
@@ -135,7 +145,7 @@ func (p *peer) transmitQueuedLocked() bool {
 		if r == nil || r.started || t.failed != nil || !p.reliable.Load() {
 			// Empty, or the head belongs to the datagram path.
 			p.mu.Unlock()
-			return false
+			return
 		}
 		rs := p.routes.Load()
 		t.queue.unlink(nil, r)
@@ -168,7 +178,7 @@ func (p *peer) transmitQueuedLocked() bool {
 			r.free()
 		}
 		if err != nil {
-			return false
+			return
 		}
 	}
 }

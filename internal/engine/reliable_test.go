@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -234,4 +237,70 @@ func TestReliableFirstMessageOutrunsRoutes(t *testing.T) {
 	if st := e1.Stats()[0]; st.DroppedTotal != 0 || st.Holds == 0 {
 		t.Fatalf("%d held, %d dropped %v", st.Holds, st.DroppedTotal, st.Drops)
 	}
+}
+
+// TestReliableConcurrentIsends has several threads post small messages to
+// one peer at the same moment, over and over: each message must leave,
+// though its thread may find another transmitting (which then sends it)
+// and post nothing after it. A message queued while the transmitting
+// thread was letting go, and left there, never completed.
+func TestReliableConcurrentIsends(t *testing.T) {
+	e0, e1, _, _ := shmPair(t, Config{})
+	// The race is narrow: a few thousand rounds see it once.
+	const threads, rounds = 8, 20000
+	stopAt := time.Now().Add(15 * time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 2*threads)
+	var received atomic.Int64
+	var recvs sync.WaitGroup
+	for i := 0; i < threads; i++ {
+		recvs.Add(1)
+		go func() {
+			defer recvs.Done()
+			ep := e1.Endpoint(ThreadID(i))
+			for ctx.Err() == nil {
+				if err := ep.Irecv(0, ThreadID(i), AnyTag, nil).Wait(ctx); err != nil {
+					return
+				}
+				received.Add(1)
+			}
+		}()
+	}
+	var start, sends sync.WaitGroup
+	sent := 0
+	for round := 0; round < rounds && len(errs) == 0 && time.Now().Before(stopAt); round++ {
+		start.Add(1)
+		for i := 0; i < threads; i++ {
+			sends.Add(1)
+			go func() {
+				defer sends.Done()
+				start.Wait()
+				r := e0.Endpoint(ThreadID(i)).Isend(1, ThreadID(i), Tag(round), []byte{byte(i)})
+				wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer wcancel()
+				if err := r.Wait(wctx); err != nil {
+					errs <- fmt.Errorf("send of thread %d round %d never completed: %w", i, round, err)
+				}
+			}()
+		}
+		start.Done()
+		sends.Wait()
+		sent += threads
+	}
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for received.Load() < int64(sent) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	recvs.Wait()
+	if n := received.Load(); n != int64(sent) {
+		t.Fatalf("%d messages received of %d sent", n, sent)
+	}
+	t.Logf("%d messages", sent)
 }
