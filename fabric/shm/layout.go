@@ -10,7 +10,7 @@ import (
 // lines.
 const (
 	segMagic   = 0x31686d73726f6370 // "pcorshm1", little-endian
-	segVersion = 1
+	segVersion = 2
 
 	headerSize = 4096
 
@@ -35,7 +35,9 @@ const (
 	slotProbeVal = 24  // u64: the value of the probe word
 	slotCMA      = 32  // u32: whether the consumer may read the producer's memory
 	slotHead     = 64  // u64: consumer position (bytes ever consumed)
+	slotRoomBell = 72  // u32: futex word the consumer bumps to wake a producer waiting for room
 	slotTail     = 128 // u64: producer position (bytes ever produced)
+	slotWantHead = 136 // u64: consumer position a sleeping producer waits for (0: none)
 
 	// Records in a ring: a u32 length, 4 bytes of padding, the bytes,
 	// padding to 8. A length of wrapMark sends the reader to the ring's

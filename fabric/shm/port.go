@@ -219,16 +219,22 @@ func (p *Port) put(o *outRing, d *fabric.Datagram) (lost bool, err error) {
 		switch {
 		case spins < 64:
 			runtime.Gosched()
+		case spins%4 == 0 && !o.seg.ownerAlive():
+			o.dead = true
+			p.st.dropped.Add(1)
+			return true, nil
 		default:
-			if spins%256 == 0 && !o.seg.ownerAlive() {
-				o.dead = true
-				p.st.dropped.Add(1)
-				return true, nil
-			}
-			time.Sleep(20 * time.Microsecond)
+			// Sleep until the receiver frees room (it wakes this thread
+			// then), or a while, to look whether it lives.
+			p.st.roomWaits.Add(1)
+			o.r.waitRoom(d.Len(), roomWait)
 		}
 	}
 }
+
+// roomWait bounds each sleep of a sender waiting for room in a ring (a
+// variable for tests).
+var roomWait = 10 * time.Millisecond
 
 // wake rings the doorbell of seg's receiver if it sleeps.
 func (p *Port) wake(seg *segment) {
@@ -515,6 +521,12 @@ func (p *Port) Close() error {
 		store32(mem, offClosed, 1)
 		atomicAdd32(mem, offDoorbell)
 		futexWakeAll(u32at(mem, offDoorbell))
+		for i := 0; i < p.highWater(); i++ {
+			// Senders waiting for room find the port closed.
+			bell := slotOffset(i, p.seg.ringSize) + slotRoomBell
+			atomicAdd32(mem, bell)
+			futexWakeAll(u32at(mem, bell))
+		}
 		os.Remove(p.seg.path)
 
 		p.outMu.Lock()

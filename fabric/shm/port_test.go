@@ -144,6 +144,44 @@ func TestWrapAround(t *testing.T) {
 	}
 }
 
+// TestFullRingWakesSender has a sender fill a small ring while nothing
+// reads it, until it sleeps waiting for room, then reads: the reads must
+// wake the sender, which otherwise would sleep an hour.
+func TestFullRingWakesSender(t *testing.T) {
+	defer func(d time.Duration) { roomWait = d }(roomWait)
+	roomWait = time.Hour
+	dir := testDir(t)
+	cfg := Config{RingSize: MinRingSize, MaxDatagram: MinRingSize / 4}
+	a, b := listen(t, dir, "a", cfg), listen(t, dir, "b", cfg)
+	const count = 64 // eight rings' worth
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < count; i++ {
+			if _, err := a.Send([]fabric.Datagram{{Body: pattern(MinRingSize/8, i), To: b.LocalEndpoint()}}); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for a.Stats().RoomWaits == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the sender never slept for room (%+v)", a.Stats())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i, m := range recvN(t, b, count) {
+		if !bytes.Equal(m, pattern(MinRingSize/8, i)) {
+			t.Fatalf("datagram %d differs", i)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%+v", a.Stats())
+}
+
 // TestManySenders has several ports, each with several goroutines, send
 // to one receiver; every datagram arrives once and each sender's arrive in
 // order.

@@ -1,5 +1,10 @@
 package shm
 
+import (
+	"sync/atomic"
+	"time"
+)
+
 // ring is one slot of a segment seen from one side: the producer (a
 // sending port) or the consumer (the receiving port).
 type ring struct {
@@ -37,14 +42,13 @@ func (r *ring) size() uint64 { return uint64(len(r.data)) }
 func (r *ring) put(head, body []byte) bool {
 	n := len(head) + len(body)
 	need := recordSize(n)
-	free := r.size() - (r.pos - load64(r.mem, r.base+slotHead))
+	if load64(r.mem, r.base+slotHead) < r.headFor(n) {
+		return false
+	}
 	idx := r.pos & r.mask
 	pad := uint64(0)
 	if idx+need > r.size() {
 		pad = r.size() - idx // skip to the ring's start
-	}
-	if pad+need > free {
-		return false
 	}
 	if pad > 0 {
 		*u32at(r.data, int(idx)) = wrapMark
@@ -57,6 +61,35 @@ func (r *ring) put(head, body []byte) bool {
 	r.pos += need
 	store64(r.mem, r.base+slotTail, r.pos)
 	return true
+}
+
+// headFor is the consumer position from which a record of n bytes fits
+// (with the padding to the ring's start it may need).
+func (r *ring) headFor(n int) uint64 {
+	need := recordSize(n)
+	idx := r.pos & r.mask
+	if idx+need > r.size() {
+		need += r.size() - idx
+	}
+	return r.pos + need - min(r.pos+need, r.size())
+}
+
+// waitRoom sleeps, at most d, until the consumer has made room for a
+// record of n bytes and for a quarter of the ring besides (so that a
+// producer that waits wakes once per quarter, not once per record). Only
+// the producer calls it.
+func (r *ring) waitRoom(n int, d time.Duration) {
+	want := r.headFor(n)
+	if q := r.pos + r.size()/4; q > r.size() {
+		want = max(want, q-r.size())
+	}
+	bell := u32at(r.mem, r.base+slotRoomBell)
+	v := atomic.LoadUint32(bell)
+	store64(r.mem, r.base+slotWantHead, want)
+	if load64(r.mem, r.base+slotHead) < want {
+		futexWaitTimeout(bell, v, d)
+	}
+	store64(r.mem, r.base+slotWantHead, 0)
 }
 
 // empty reports whether the producer has published nothing unread.
@@ -72,7 +105,11 @@ func (r *ring) take(msgs [][]byte, at []uint64, maxLen int) (n int, corrupt bool
 	if tail-r.published > r.size() || tail < r.pos {
 		return 0, true
 	}
-	for n < len(msgs) && r.pos < tail {
+	// At most a quarter of the ring per batch: its room goes back to the
+	// producer when the batch is handled, so the producer fills one part
+	// of the ring while the consumer empties another.
+	stop := r.pos + r.size()/4
+	for n < len(msgs) && r.pos < tail && (n == 0 || r.pos < stop) {
 		idx := r.pos & r.mask
 		if r.size()-idx < recordHeader {
 			return n, true
@@ -100,6 +137,12 @@ func (r *ring) release() {
 	if r.published != r.pos {
 		r.published = r.pos
 		store64(r.mem, r.base+slotHead, r.pos)
+		// The producer stores the position it waits for, then looks at
+		// the head: one of the two sees the other's store.
+		if w := load64(r.mem, r.base+slotWantHead); w != 0 && r.pos >= w {
+			atomicAdd32(r.mem, r.base+slotRoomBell)
+			futexWakeAll(u32at(r.mem, r.base+slotRoomBell))
+		}
 	}
 }
 
@@ -112,6 +155,7 @@ func (r *ring) reset() {
 	store64(r.mem, r.base+slotStart, 0)
 	store64(r.mem, r.base+slotProbe, 0)
 	store64(r.mem, r.base+slotProbeVal, 0)
+	store64(r.mem, r.base+slotWantHead, 0)
 	store32(r.mem, r.base+slotCMA, cmaUnknown)
 	store32(r.mem, r.base+slotReleased, 0)
 	store32(r.mem, r.base+slotOwner, 0)

@@ -6,6 +6,7 @@ type stats struct {
 	sent, received atomic.Uint64
 	dropped        atomic.Uint64 // to a receiver that closed, died or never was
 	full           atomic.Uint64 // sends that found the ring full
+	roomWaits      atomic.Uint64 // sleeps of senders waiting for room
 	wakes          atomic.Uint64 // futex wakes issued
 	sleeps         atomic.Uint64 // times Receive slept
 	corrupt        atomic.Uint64 // rings found broken
@@ -22,8 +23,9 @@ type Stats struct {
 	// Dropped counts datagrams to a receiver that closed, died or does
 	// not exist.
 	Dropped uint64
-	// Full counts sends that waited for room in a ring.
-	Full uint64
+	// Full counts sends that waited for room in a ring; RoomWaits counts
+	// their sleeps until the receiver made room.
+	Full, RoomWaits uint64
 	// Wakes counts futex wake-ups sent; Sleeps counts receiver sleeps.
 	Wakes, Sleeps uint64
 	// Corrupt counts rings whose records could not be delimited.
@@ -43,7 +45,7 @@ type Stats struct {
 func (p *Port) Stats() Stats {
 	s := &p.st
 	return Stats{
-		Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), Full: s.full.Load(),
+		Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), Full: s.full.Load(), RoomWaits: s.roomWaits.Load(),
 		Wakes: s.wakes.Load(), Sleeps: s.sleeps.Load(), Corrupt: s.corrupt.Load(), Reclaimed: s.reclaimed.Load(),
 		Held: s.held.Load(), CMAReads: s.cmaReads.Load(), CMABytes: s.cmaBytes.Load(), CMARefused: s.cmaRefused.Load(),
 	}
