@@ -31,6 +31,15 @@ type RemoteReadable interface {
 	ReadableBy(to Endpoint) bool
 }
 
+// RemoteReadMin is implemented by RemoteReader ports on which a remote read
+// pays only from some size on (shared memory, where a message copied twice
+// through a ring costs less than the kernel's single copy up to a few
+// hundred KiB): a smaller message goes as datagrams.
+type RemoteReadMin interface {
+	// RemoteReadMin is the smallest message worth reading remotely.
+	RemoteReadMin() int
+}
+
 // MaxRemoteDesc bounds the descriptor of exposed memory.
 const MaxRemoteDesc = 32
 

@@ -45,7 +45,12 @@ const descSize = 4 + 8 + 8 + 8
 var (
 	_ fabric.RemoteReader   = (*Port)(nil)
 	_ fabric.RemoteReadable = (*Port)(nil)
+	_ fabric.RemoteReadMin  = (*Port)(nil)
 )
+
+// RemoteReadMin is the smallest message worth a single copy
+// (Config.SingleCopyMin).
+func (p *Port) RemoteReadMin() int { return p.cfg.SingleCopyMin }
 
 // ErrCMARefused is the error of a read the kernel refused
 // (process_vm_readv failing with EPERM).

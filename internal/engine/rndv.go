@@ -106,6 +106,9 @@ func (e *Engine) rndvAnnouncement(r *Request, p *peer) *Request {
 	if !ok || !fabric.CapsOf(rt.disp.fab).Has(fabric.RemoteMemory) {
 		return nil
 	}
+	if m, ok := rt.disp.fab.(fabric.RemoteReadMin); ok && len(r.data) < m.RemoteReadMin() {
+		return nil // cheaper as fragments on this fabric
+	}
 	if rb, ok := rt.disp.fab.(fabric.RemoteReadable); ok && !rb.ReadableBy(rt.ep) {
 		return nil // the destination may not read this process: fragments
 	}
