@@ -97,9 +97,19 @@ func (r *router) applyLocked() error {
 		ms = append(ms, mb)
 	}
 	model := routing.DefaultModel()
+	// Datagrams this process forwards as a gateway follow the routes
+	// every member computes alike, from the ports' own figures: each
+	// process prices only its own links, and two that each found their
+	// direct link to a third dear would otherwise forward to it through
+	// each other, in a loop.
+	var agreed map[uint32][]engine.RouteSpec
 	if r.prices != nil {
 		r.priced = r.prices.Links()
 		model.Links = r.priced
+		if len(r.priced) > 0 {
+			plain := routing.DefaultModel()
+			agreed = forwardSpecs(r.members, plain.Build(r.self, ms).Routes())
+		}
 	}
 	t := model.Build(r.self, ms)
 	// The table is published first, so that whoever sees a request fail
@@ -114,6 +124,9 @@ func (r *router) applyLocked() error {
 		}
 		dst := routes[i].Dst
 		specs := routeSpecs(r.members, routes[i:j])
+		if fs := agreed[dst]; fs != nil && !sameRoutes(specs, fs) {
+			specs = append(specs, fs...)
+		}
 		if !slices.Equal(specs, r.applied[dst]) {
 			if err := r.eng.SetRoutes(engine.ProcID(dst), specs); err != nil {
 				errs = append(errs, err)
@@ -159,6 +172,34 @@ func routeSpecs(members map[uint32]directory.Member, rs []routing.Route) []engin
 			MaxDatagram: pathDatagram(members, rt), Gateway: rt.Hops > 1}
 	}
 	return specs
+}
+
+// forwardSpecs returns the routes of rs by destination, marked as the
+// routes of forwarded datagrams.
+func forwardSpecs(members map[uint32]directory.Member, rs []routing.Route) map[uint32][]engine.RouteSpec {
+	out := map[uint32][]engine.RouteSpec{}
+	for i := 0; i < len(rs); {
+		j := i + 1
+		for j < len(rs) && rs[j].Dst == rs[i].Dst {
+			j++
+		}
+		specs := routeSpecs(members, rs[i:j])
+		for k := range specs {
+			specs[k].Forward = true
+		}
+		out[rs[i].Dst] = specs
+		i = j
+	}
+	return out
+}
+
+// sameRoutes reports whether the routes of a and b, Forward aside, are
+// the same.
+func sameRoutes(a, b []engine.RouteSpec) bool {
+	return slices.EqualFunc(a, b, func(x, y engine.RouteSpec) bool {
+		x.Forward, y.Forward = false, false
+		return x == y
+	})
 }
 
 // pathDatagram is the datagram limit of the hops of rt after the first (0:

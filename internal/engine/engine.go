@@ -115,6 +115,11 @@ type RouteSpec struct {
 	// Gateway says that Endpoint is a gateway's, which forwards: the
 	// fabric's guarantees then end there (see reliable.go).
 	Gateway bool
+	// Forward marks a route that only carries datagrams this process
+	// forwards to the peer as a gateway (see forward.go); the others then
+	// carry only its own messages. A peer given no Forward route forwards
+	// on its routes.
+	Forward bool
 }
 
 // SetPeer adds process proc, reached through port portIdx at endpoint ep,
@@ -129,32 +134,26 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 	if proc == e.cfg.Proc || proc == AnyProc {
 		return fmt.Errorf("pcor: invalid peer id %d", proc)
 	}
-	if len(specs) == 0 {
-		return fmt.Errorf("pcor: no route to %d", proc)
-	}
-	rs := make(routeSet, 0, len(specs))
+	var rs, fwd routeSet
 	direct := true
 	for _, sp := range specs {
-		direct = direct && !sp.Gateway
-		d := e.dispatcherAt(sp.Port)
-		if d == nil {
-			return fmt.Errorf("pcor: no port %d", sp.Port)
-		}
-		fep, err := d.fab.ParseEndpoint(sp.Endpoint)
+		rt, err := e.newRoute(sp)
 		if err != nil {
 			return err
 		}
-		maxDg := d.fab.MaxDatagram(fep)
-		if maxDg > wire.MaxFragment {
-			maxDg = wire.MaxFragment
+		if sp.Forward {
+			fwd = append(fwd, rt)
+			continue
 		}
-		if sp.MaxDatagram > 0 && sp.MaxDatagram < maxDg {
-			maxDg = sp.MaxDatagram
-		}
-		if maxDg < wire.HeaderSize+minFragSize {
-			return fmt.Errorf("pcor: datagrams of %d bytes are too small", maxDg)
-		}
-		rs = append(rs, &route{disp: d, ep: fep, maxDg: maxDg, minSize: sp.MinSize})
+		direct = direct && !sp.Gateway
+		rs = append(rs, rt)
+	}
+	if len(rs) == 0 {
+		return fmt.Errorf("pcor: no route to %d", proc)
+	}
+	if len(fwd) > 0 {
+		sort.SliceStable(fwd, func(i, j int) bool { return fwd[i].minSize < fwd[j].minSize })
+		fwd[0].minSize = 0
 	}
 	if p := e.peer(proc); p != nil {
 		// Keep the route objects that did not change, so that messages
@@ -194,9 +193,37 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 		e.peers.Store(&m)
 	}
 	p.routes.Store(&rs)
+	if fwd != nil {
+		p.fwd.Store(&fwd)
+	} else {
+		p.fwd.Store(nil)
+	}
 	p.reliable.Store(reliableRoutes(rs, direct))
 	e.resumeHeld() // datagrams from the peer may have come first
 	return nil
+}
+
+// newRoute checks sp and makes its route.
+func (e *Engine) newRoute(sp RouteSpec) (*route, error) {
+	d := e.dispatcherAt(sp.Port)
+	if d == nil {
+		return nil, fmt.Errorf("pcor: no port %d", sp.Port)
+	}
+	fep, err := d.fab.ParseEndpoint(sp.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	maxDg := d.fab.MaxDatagram(fep)
+	if maxDg > wire.MaxFragment {
+		maxDg = wire.MaxFragment
+	}
+	if sp.MaxDatagram > 0 && sp.MaxDatagram < maxDg {
+		maxDg = sp.MaxDatagram
+	}
+	if maxDg < wire.HeaderSize+minFragSize {
+		return nil, fmt.Errorf("pcor: datagrams of %d bytes are too small", maxDg)
+	}
+	return &route{disp: d, ep: fep, maxDg: maxDg, minSize: sp.MinSize}, nil
 }
 
 // RemovePeer forgets process proc: its pending sends, and receives

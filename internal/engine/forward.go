@@ -21,7 +21,10 @@ func (d *dispatcher) forward(h *wire.Header, pkt []byte) {
 		d.c.drops[DropNoRoute].Add(1)
 		return
 	}
-	rs := q.routes.Load()
+	rs := q.fwd.Load()
+	if rs == nil {
+		rs = q.routes.Load()
+	}
 	if rs == nil {
 		d.c.drops[DropNoRoute].Add(1)
 		return

@@ -63,6 +63,9 @@ type peer struct {
 	e      *Engine
 	proc   ProcID
 	routes atomic.Pointer[routeSet]
+	// fwd, if set, are the routes datagrams forwarded to the peer take
+	// (RouteSpec.Forward); otherwise they take routes.
+	fwd atomic.Pointer[routeSet]
 
 	lastHeard atomic.Int64  // monotonic ns of the last valid datagram from it
 	ackedCum  atomic.Uint64 // highest cumulative acknowledgement received
