@@ -96,6 +96,11 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 					probeRun = s.ndg[m]
 					continue
 				}
+				if p.closed.Load() {
+					// Close shut the socket down under this send: the
+					// kernel says EPIPE, the caller is owed ErrClosed.
+					return done, fabric.ErrClosed
+				}
 				d := &dgs[done]
 				if errno == unix.EMSGSIZE {
 					return done, fmt.Errorf("udp: %d bytes to %v: %w (%w)", d.Len(), d.To, fabric.ErrTooBig, errno)
