@@ -44,9 +44,10 @@ func (p *peer) takeAckLocked(a *wire.AckBody) {
 // left while an acknowledgement was owed or within ackDefer after one left
 // on its own (the data carried it, or could have), and drops to zero when
 // a deferred acknowledgement had to leave on its own after all. While the
-// count is at least replyLikely, an acknowledgement, asked for or delayed,
-// is deferred: it leaves with the next data for the peer, or on its own
-// once ackDefer has passed.
+// count is at least replyLikely, an acknowledgement a sender asked for is
+// deferred: it leaves with the next data for the peer, or on its own once
+// ackDefer has passed. (One not asked for waits up to AckDelay for data,
+// on the peer's timer, as before.)
 //
 // No timer is armed per message (arming one wakes an idle CPU). The
 // deadline is kept by whoever holds a port's progress token: a driving

@@ -254,8 +254,9 @@ func (d *dispatcher) flush() {
 		}
 		if !p.rx.ackNow {
 			// Wait a little for data going back to carry it: the reply
-			// that is likely to come, or any within the ack delay.
-			if p.deferAckLocked(d.keepsDue, now) {
+			// a waiting sender is likely to get, or any within the ack
+			// delay.
+			if p.rx.ackAsked && p.deferAckLocked(d.keepsDue, now) {
 				p.rxmu.Unlock()
 				d.c.acksDeferred.Add(1)
 				continue
