@@ -116,27 +116,21 @@ func (r *router) applyLocked() error {
 	// finds the reason in it.
 	r.table.Store(t)
 	var errs []error
-	routes := t.Routes()
-	for i := 0; i < len(routes); {
-		j := i + 1
-		for j < len(routes) && routes[j].Dst == routes[i].Dst {
-			j++
-		}
-		dst := routes[i].Dst
-		specs := routeSpecs(r.members, routes[i:j])
+	eachDst(t.Routes(), func(dst uint32, routes []routing.Route) {
+		specs := routeSpecs(r.members, routes)
 		if fs := agreed[dst]; fs != nil && !sameRoutes(specs, fs) {
 			specs = append(specs, fs...)
 		}
-		if !slices.Equal(specs, r.applied[dst]) {
-			if err := r.eng.SetRoutes(engine.ProcID(dst), specs); err != nil {
-				errs = append(errs, err)
-			} else {
-				r.applied[dst] = specs
-				delete(r.cut, dst)
-			}
+		if slices.Equal(specs, r.applied[dst]) {
+			return
 		}
-		i = j
-	}
+		if err := r.eng.SetRoutes(engine.ProcID(dst), specs); err != nil {
+			errs = append(errs, err)
+		} else {
+			r.applied[dst] = specs
+			delete(r.cut, dst)
+		}
+	})
 	for _, dst := range t.Unreachable() {
 		if r.cut[dst] {
 			continue
@@ -178,19 +172,27 @@ func routeSpecs(members map[uint32]directory.Member, rs []routing.Route) []engin
 // routes of forwarded datagrams.
 func forwardSpecs(members map[uint32]directory.Member, rs []routing.Route) map[uint32][]engine.RouteSpec {
 	out := map[uint32][]engine.RouteSpec{}
+	eachDst(rs, func(dst uint32, routes []routing.Route) {
+		specs := routeSpecs(members, routes)
+		for k := range specs {
+			specs[k].Forward = true
+		}
+		out[dst] = specs
+	})
+	return out
+}
+
+// eachDst calls f with each destination's run of routes in rs (a table's
+// Routes, grouped by destination).
+func eachDst(rs []routing.Route, f func(dst uint32, routes []routing.Route)) {
 	for i := 0; i < len(rs); {
 		j := i + 1
 		for j < len(rs) && rs[j].Dst == rs[i].Dst {
 			j++
 		}
-		specs := routeSpecs(members, rs[i:j])
-		for k := range specs {
-			specs[k].Forward = true
-		}
-		out[rs[i].Dst] = specs
+		f(rs[i].Dst, rs[i:j])
 		i = j
 	}
-	return out
 }
 
 // sameRoutes reports whether the routes of a and b, Forward aside, are

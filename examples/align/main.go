@@ -91,6 +91,29 @@ type tileIn struct {
 	Left   []int32 // H[r0 .. r1][c0-1]
 }
 
+// tileInput is the input of tile (i, j), taken from the results of the
+// tiles above, above-left and to the left (outOf gives a tile's result).
+func tileInput(p problem, block int32, i, j int, outOf func(i, j int) *tileOut) tileIn {
+	size := func(k int) int { return min(int(block), int(p.Len)-k*int(block)) }
+	in := tileIn{P: p, Block: block, Bi: int32(i), Bj: int32(j)}
+	in.Top = make([]int32, size(j)+1)
+	if i > 0 {
+		copy(in.Top[1:], outOf(i-1, j).Bottom)
+		if j > 0 {
+			corner := outOf(i-1, j-1).Bottom
+			in.Top[0] = corner[len(corner)-1]
+		}
+	}
+	in.Left = make([]int32, size(i))
+	if j > 0 {
+		copy(in.Left, outOf(i, j-1).Right)
+	}
+	return in
+}
+
+// cost is the tile's work in cells, its threads' scheduling cost.
+func (in *tileIn) cost() int64 { return int64(len(in.Left) * (len(in.Top) - 1)) }
+
 // tileOut is a tile's result.
 type tileOut struct {
 	Bottom []int32 // H[r1][c0 .. c1]
@@ -254,7 +277,7 @@ func wavefront(ctx context.Context, p problem, block int32, minWidth int, barrie
 	for i := range tiles {
 		tiles[i] = make([]cell, nb)
 	}
-	size := func(k int) int { return min(int(block), int(p.Len)-k*int(block)) }
+	outOf := func(i, j int) *tileOut { return &tiles[i][j].out }
 	var best int32
 	join := func(bi, bj int) error {
 		c := &tiles[bi][bj]
@@ -293,20 +316,8 @@ func wavefront(ctx context.Context, p problem, block int32, minWidth int, barrie
 					return 0, wideFrom, wideTo, err
 				}
 			}
-			in := tileIn{P: p, Block: block, Bi: int32(bi), Bj: int32(bj)}
-			in.Top = make([]int32, size(bj)+1)
-			if bi > 0 {
-				copy(in.Top[1:], tiles[bi-1][bj].out.Bottom)
-				if bj > 0 {
-					corner := tiles[bi-1][bj-1].out.Bottom
-					in.Top[0] = corner[len(corner)-1]
-				}
-			}
-			in.Left = make([]int32, size(bi))
-			if bj > 0 {
-				copy(in.Left, tiles[bi][bj-1].out.Right)
-			}
-			tiles[bi][bj].h = athread.Create(ctx, tile, in, athread.Attr{Cost: int64(size(bi) * size(bj))})
+			in := tileInput(p, block, bi, bj, outOf)
+			tiles[bi][bj].h = athread.Create(ctx, tile, in, athread.Attr{Cost: in.cost()})
 		}
 		if barrier {
 			for bi := lo; bi <= hi; bi++ {
@@ -349,7 +360,7 @@ func dataflow(ctx context.Context, p problem, block int32, minWidth int) (int32,
 			tiles[i][j].need.Store(int32(min(i, 1) + min(j, 1)))
 		}
 	}
-	size := func(k int) int { return min(int(block), int(p.Len)-k*int(block)) }
+	outOf := func(i, j int) *tileOut { return &tiles[i][j].out }
 	var mu sync.Mutex
 	var best int32
 	created := make([]time.Time, 2*nb-1) // first creation in each diagonal
@@ -363,20 +374,8 @@ func dataflow(ctx context.Context, p problem, block int32, minWidth int) (int32,
 	var node func(i, j int) func(ctx context.Context) (struct{}, error)
 	node = func(i, j int) func(ctx context.Context) (struct{}, error) {
 		return func(ctx context.Context) (struct{}, error) {
-			in := tileIn{P: p, Block: block, Bi: int32(i), Bj: int32(j)}
-			in.Top = make([]int32, size(j)+1)
-			if i > 0 {
-				copy(in.Top[1:], tiles[i-1][j].out.Bottom)
-				if j > 0 {
-					corner := tiles[i-1][j-1].out.Bottom
-					in.Top[0] = corner[len(corner)-1]
-				}
-			}
-			in.Left = make([]int32, size(i))
-			if j > 0 {
-				copy(in.Left, tiles[i][j-1].out.Right)
-			}
-			out, err := athread.Create(ctx, tile, in, athread.Attr{Cost: int64(size(i) * size(j))}).Join(ctx)
+			in := tileInput(p, block, i, j, outOf)
+			out, err := athread.Create(ctx, tile, in, athread.Attr{Cost: in.cost()}).Join(ctx)
 			if err != nil {
 				return struct{}{}, err
 			}

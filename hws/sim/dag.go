@@ -300,21 +300,10 @@ func NQueens(n, cutoff int) (*DAG, error) {
 	}
 	d := newDAG(fmt.Sprintf("nqueens(%d)", n))
 	full := uint32(1)<<n - 1
-	var count func(cols, ld, rd uint32) int64
-	count = func(cols, ld, rd uint32) int64 {
-		var c int64 = 1
-		free := full &^ (cols | ld | rd)
-		for free != 0 {
-			b := free & -free
-			free ^= b
-			c += count(cols|b, (ld|b)<<1&full, (rd|b)>>1)
-		}
-		return c
-	}
 	var rec func(parent int32, row int, cols, ld, rd uint32)
 	rec = func(parent int32, row int, cols, ld, rd uint32) {
 		if row >= cutoff {
-			d.add(parent, int32(min(count(cols, ld, rd), 1<<30)), 0, 32, 16)
+			d.add(parent, int32(min(queensPlacements(full, cols, ld, rd), 1<<30)), 0, 32, 16)
 			return
 		}
 		t := d.add(parent, 1, 1, 32, 16)
@@ -329,6 +318,20 @@ func NQueens(n, cutoff int) (*DAG, error) {
 	return d.check()
 }
 
+// queensPlacements counts the placements a sequential n-queens search
+// tries below a board state (columns, left and right diagonals taken, as
+// bit sets within full), the state's own included.
+func queensPlacements(full, cols, ld, rd uint32) int64 {
+	var c int64 = 1
+	free := full &^ (cols | ld | rd)
+	for free != 0 {
+		b := free & -free
+		free ^= b
+		c += queensPlacements(full, cols|b, (ld|b)<<1&full, (rd|b)>>1)
+	}
+	return c
+}
+
 // NQueensSplit is the n-queens search as a divide-and-conquer loop: a task
 // holding several candidate columns for its row forks two tasks, one per
 // half of them; a task holding one places that queen and goes on in the
@@ -340,17 +343,6 @@ func NQueensSplit(n, cutoff int) (*DAG, error) {
 	}
 	d := newDAG(fmt.Sprintf("nqueens-split(%d)", n))
 	full := uint32(1)<<n - 1
-	var count func(cols, ld, rd uint32) int64
-	count = func(cols, ld, rd uint32) int64 {
-		var c int64 = 1
-		free := full &^ (cols | ld | rd)
-		for free != 0 {
-			b := free & -free
-			free ^= b
-			c += count(cols|b, (ld|b)<<1&full, (rd|b)>>1)
-		}
-		return c
-	}
 	// task adds the task that holds candidates cand of row row (all the
 	// free ones if !given).
 	var task func(parent int32, row int, cols, ld, rd, cand uint32, given bool)
@@ -358,7 +350,7 @@ func NQueensSplit(n, cutoff int) (*DAG, error) {
 		for {
 			if !given {
 				if row >= cutoff {
-					d.add(parent, int32(min(count(cols, ld, rd), 1<<30)), 0, 32, 16)
+					d.add(parent, int32(min(queensPlacements(full, cols, ld, rd), 1<<30)), 0, 32, 16)
 					return
 				}
 				cand, given = full&^(cols|ld|rd), true

@@ -86,17 +86,22 @@ func (p *peer) deferAckLocked(keep bool, now int64) bool {
 	if rx.ackDue == 0 {
 		rx.ackDue = now + int64(wait)
 	}
-	da := &p.e.acks
+	p.e.acks.schedule(p, rx.ackDue, !rx.ackListed)
+	rx.ackListed = true
+	return true
+}
+
+// schedule lists p (with list) and brings the earliest deadline forward
+// to due if it is earlier.
+func (da *deferredAcks) schedule(p *peer, due int64, list bool) {
 	da.mu.Lock()
-	if !rx.ackListed {
-		rx.ackListed = true
+	if list {
 		da.peers = append(da.peers, p)
 	}
-	if cur := da.due.Load(); cur == 0 || rx.ackDue < cur {
-		da.due.Store(rx.ackDue)
+	if cur := da.due.Load(); cur == 0 || due < cur {
+		da.due.Store(due)
 	}
 	da.mu.Unlock()
-	return true
 }
 
 // sentDataLocked notes that data for the peer left, carrying the
@@ -118,12 +123,6 @@ func (p *peer) sentDataLocked(cum uint64, now int64) {
 	if rx.replies < replyCertain {
 		rx.replies++
 	}
-}
-
-// dueAcks reports whether a deferred acknowledgement may be due at now.
-func (e *Engine) dueAcks(now int64) bool {
-	due := e.acks.due.Load()
-	return due != 0 && now >= due
 }
 
 // flushAcks sends the deferred acknowledgements whose deadline passed, or
@@ -150,12 +149,7 @@ func (e *Engine) flushAcks(now int64, force bool) {
 			p.rxmu.Unlock()
 			continue
 		case !force && now < rx.ackDue:
-			da.mu.Lock()
-			da.peers = append(da.peers, p)
-			if cur := da.due.Load(); cur == 0 || rx.ackDue < cur {
-				da.due.Store(rx.ackDue)
-			}
-			da.mu.Unlock()
+			da.schedule(p, rx.ackDue, true)
 			p.rxmu.Unlock()
 			continue
 		}

@@ -82,9 +82,7 @@ func (d *dispatcher) loop() {
 		case d.mode == Polling:
 			k, err = d.fab.Poll(pr.msgs)
 			if k == 0 && err == nil {
-				if now := nanotime(); d.e.dueAcks(now) {
-					d.e.flushAcks(now, false)
-				}
+				d.e.flushAcks(nanotime(), false)
 				pr.drive.Unlock()
 				if d.e.closed.Load() {
 					return

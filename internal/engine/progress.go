@@ -275,9 +275,7 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 		if d.mode == Polling || now < spinUntil {
 			k, err = d.fab.Poll(pr.msgs)
 			if k == 0 && err == nil {
-				if e.dueAcks(now) {
-					e.flushAcks(now, false)
-				}
+				e.flushAcks(now, false)
 				if d.mode == Blocking {
 					osYield() // see driveSpin
 				}

@@ -128,8 +128,18 @@ func (p *peer) pumpReliable() {
 func (p *peer) reliableQueued() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.reliableHeadLocked() != nil
+}
+
+// reliableHeadLocked returns the head of the queue if it waits to be
+// transmitted on the reliable path: nil if the queue is empty or its head
+// belongs to the datagram path. p.mu is held.
+func (p *peer) reliableHeadLocked() *Request {
 	r := p.tx.queue.head
-	return r != nil && !r.started && p.tx.failed == nil && p.reliable.Load()
+	if r == nil || r.started || p.tx.failed != nil || !p.reliable.Load() {
+		return nil
+	}
+	return r
 }
 
 // transmitQueuedLocked sends the queued messages one after the other.
@@ -140,13 +150,12 @@ func (p *peer) transmitQueuedLocked() {
 	defer e.putBatch(b)
 	for {
 		p.mu.Lock()
-		t := &p.tx
-		r := t.queue.head
-		if r == nil || r.started || t.failed != nil || !p.reliable.Load() {
-			// Empty, or the head belongs to the datagram path.
+		r := p.reliableHeadLocked()
+		if r == nil {
 			p.mu.Unlock()
 			return
 		}
+		t := &p.tx
 		rs := p.routes.Load()
 		t.queue.unlink(nil, r)
 		r.started, r.rel = true, true
