@@ -29,6 +29,7 @@ func figuresMain(ctx context.Context, args []string) error {
 	dir := fs.String("dir", "", "tile set (default: the paper's procedural map in "+cacheDir()+")")
 	reps := fs.Int("reps", 3, "renders per region and loader in the table")
 	maxD := fs.Int("max-daemons", 4, "largest daemon count")
+	minD := fs.Int("min-daemons", 1, "smallest daemon count of the table")
 	throttledReps := fs.Int("throttled-reps", 5, "renders per strategy with one daemon throttled")
 	pans := fs.Int("pans", 12, "cached pans and uncached zooms timed in the browser")
 	readme := fs.String("readme", "", "README to write the figures into, between "+figBegin+" and "+figEnd)
@@ -59,7 +60,7 @@ func figuresMain(ctx context.Context, args []string) error {
 	w := io.MultiWriter(os.Stdout, &out)
 	fmt.Fprintf(w, "$ go run ./examples/mapviewer figures   # %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))
 	if parts["table"] {
-		if err := paperTimes(ctx, w, set, win, max(1, *reps), *maxD, *pcorrun); err != nil {
+		if err := paperTimes(ctx, w, set, win, max(1, *reps), *minD, *maxD, *pcorrun); err != nil {
 			return err
 		}
 		fmt.Fprintln(w)

@@ -56,6 +56,7 @@ func viewMain(ctx context.Context, args []string) error {
 	throttled := fs.Bool("throttled", false, "time the largest paper region through 4 daemons (2 replicas), the last limited to 25% of a CPU, with VRP-SS and with primary hashing in turn")
 	reps := fs.Int("reps", 3, "repetitions per measurement (--paper-times; the median is shown)")
 	maxD := fs.Int("max-daemons", 4, "largest daemon count for --paper-times")
+	minD := fs.Int("min-daemons", 1, "smallest daemon count for --paper-times")
 	pcorrun := fs.String("pcorrun", "", "pcorrun binary (default: built with go build, else from $PATH)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -79,7 +80,7 @@ func viewMain(ctx context.Context, args []string) error {
 		if m != nil {
 			return clusterTimes(ctx, m, set, win, max(1, *reps))
 		}
-		return paperTimes(ctx, os.Stdout, set, win, max(1, *reps), *maxD, *pcorrun)
+		return paperTimes(ctx, os.Stdout, set, win, max(1, *reps), *minD, *maxD, *pcorrun)
 	}
 	r := view.Region{W: set.MapW(), H: set.MapH()}
 	switch {

@@ -116,18 +116,21 @@ type paperRun struct {
 }
 
 // paperTimes is the analogue of the paper's Figure 5: the seven regions
-// with 1..maxDaemons daemons, each count a pcor application started by
+// with minDaemons..maxDaemons daemons, each count a pcor application started by
 // pcorrun (daemons on this machine, each owning one node directory of a
 // copy of the set laid out for it), whose viewer renders every region
 // with local threads and through the daemons in turn. The cluster views
 // must equal the local ones pixel for pixel.
-func paperTimes(ctx context.Context, w io.Writer, set tiles.Set, win view.Window, reps, maxDaemons int, pcorrunBin string) error {
+func paperTimes(ctx context.Context, w io.Writer, set tiles.Set, win view.Window, reps, minDaemons, maxDaemons int, pcorrunBin string) error {
 	_, plans, err := paperPlans(set, win)
 	if err != nil {
 		return err
 	}
 	if maxDaemons < 1 || maxDaemons > set.Cols*set.Rows {
 		return fmt.Errorf("--max-daemons %d: 1 to the number of tiles", maxDaemons)
+	}
+	if minDaemons < 1 || minDaemons > maxDaemons {
+		return fmt.Errorf("--min-daemons %d: 1 to --max-daemons (%d)", minDaemons, maxDaemons)
 	}
 	self, bin, err := launchBinaries(ctx, pcorrunBin)
 	if err != nil {
@@ -139,7 +142,7 @@ func paperTimes(ctx context.Context, w io.Writer, set tiles.Set, win view.Window
 	}
 	defer os.RemoveAll(tmp)
 	var runs []paperRun
-	for k := 1; k <= maxDaemons; k++ {
+	for k := minDaemons; k <= maxDaemons; k++ {
 		ks, err := tiles.Relayout(set, filepath.Join(tmp, strconv.Itoa(k)), k, 1)
 		if err != nil {
 			return err
@@ -160,40 +163,44 @@ func paperTimes(ctx context.Context, w io.Writer, set tiles.Set, win view.Window
 	return nil
 }
 
-// writePaperTable prints the Figure 5 table. The local column is the
-// median of every local render of the region (all runs); a cell is the
-// median of the renders through k daemons, its ratio to the local column
-// (so the printed numbers divide), and in brackets the lowest and
-// highest ratio of a cluster render to the local render made just
-// before it: the spread the machine's noise gives.
+// writePaperTable prints the Figure 5 table. Each daemon count is its own
+// run, whose local and cluster renders alternate; its cell gives the
+// median of the local renders of the region in that run, the median of
+// its renders through the daemons, their ratio (so the printed numbers
+// divide), and in brackets the lowest and highest ratio of a cluster
+// render to the local render made just before it: the spread the
+// machine's noise gives.
 func writePaperTable(w io.Writer, set tiles.Set, win view.Window, reps int, plans []view.Plan, runs []paperRun) {
 	fmt.Fprintf(w, "%dx%d map of %dx%d tiles (%s), %dx%d window; each daemon count is one pcorrun -n k+1 on this machine;\n",
 		set.MapW(), set.MapH(), set.TileW, set.TileH, sourceName(set), win.W, win.H)
 	fmt.Fprintf(w, "%d renders per region and loader, local and cluster in turn; cluster pixels equal local.\n", reps)
-	fmt.Fprintf(w, "ms: median; ratio: cluster median / local median; [lowest-highest] ratio of back-to-back pairs\n\n")
-	fmt.Fprintf(w, "%-9s %5s %9s", "region", "tiles", "local")
-	for _, r := range runs {
-		fmt.Fprintf(w, " %23s", fmt.Sprintf("%d daemon%s", r.daemons, plural(r.daemons)))
-	}
-	fmt.Fprintln(w)
-	for i, p := range plans {
-		var ls []time.Duration
+	fmt.Fprintf(w, "per daemon count: local ms, cluster ms (medians of that run), ratio of the two, [lowest-highest] ratio of back-to-back pairs\n\n")
+	cells := make([][]string, len(plans))
+	width := 0
+	for i := range plans {
 		for _, r := range runs {
-			for _, pr := range r.pairs[i] {
-				ls = append(ls, pr.local)
-			}
-		}
-		lm := median(ls)
-		fmt.Fprintf(w, "%-9s %5d %9.1f", regionName(i, p), len(p.Tiles), ms(lm))
-		for _, r := range runs {
-			var cs []time.Duration
+			var ls, cs []time.Duration
 			var rs []float64
 			for _, pr := range r.pairs[i] {
+				ls = append(ls, pr.local)
 				cs = append(cs, pr.cluster)
 				rs = append(rs, float64(pr.cluster)/float64(pr.local))
 			}
-			cm := median(cs)
-			fmt.Fprintf(w, " %23s", fmt.Sprintf("%.1f %.2fx [%.2f-%.2f]", ms(cm), float64(cm)/float64(lm), slices.Min(rs), slices.Max(rs)))
+			lm, cm := median(ls), median(cs)
+			c := fmt.Sprintf("%.1f %.1f %.2fx [%.2f-%.2f]", ms(lm), ms(cm), float64(cm)/float64(lm), slices.Min(rs), slices.Max(rs))
+			cells[i] = append(cells[i], c)
+			width = max(width, len(c))
+		}
+	}
+	fmt.Fprintf(w, "%-9s %5s", "region", "tiles")
+	for _, r := range runs {
+		fmt.Fprintf(w, "  %*s", width, fmt.Sprintf("%d daemon%s", r.daemons, plural(r.daemons)))
+	}
+	fmt.Fprintln(w)
+	for i, p := range plans {
+		fmt.Fprintf(w, "%-9s %5d", regionName(i, p), len(p.Tiles))
+		for _, c := range cells[i] {
+			fmt.Fprintf(w, "  %*s", width, c)
 		}
 		fmt.Fprintln(w)
 	}
