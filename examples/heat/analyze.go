@@ -88,60 +88,166 @@ func loadRuns(dir string, fitN int) ([]Samples, error) {
 	return runs, nil
 }
 
-var regionNames = []string{"scatter", "unpack", "iter", "pack"}
-
-// regionForms are the shapes the regions are fitted in: the scatter in
-// the plate's points n² (its bytes) and the process count, the unpacking
-// and packing of a block linear in its points x, and one iteration (the
-// halo exchange and the sweep, the workers kept in step by the exchange)
-// in x and p with a cost per point that grows with p: the p−1 workers
-// share the machine's two CPUs and its memory, and each iteration waits
-// for the slowest of them, whose delays (a CPU quota's throttling, the
-// machine's other work) add up with their number. Fitted as a + b·x + c·p
-// (cost per point the same at every p), the iterations of the larger
-// plates came out 17-42% low at p = 5 and 6; with the x·p term, 3-17%
-// (the same samples, load 25-45).
-var regionForms = map[string]perfmodel.Form{
-	"scatter": {{}, {N: 2}, {P: 1}},
-	"unpack":  perfmodel.Linear(),
-	"iter":    {{}, {N: 1}, {P: 1}, {N: 1, P: 1}},
-	"pack":    perfmodel.Linear(),
-}
-
-// program composes the region models into the solver's model:
+// The model follows the machine, region by region (PEMPIs-Het's form:
+// communication = latency + bytes/bandwidth per message, computation =
+// work / speed of the slowest worker):
 //
-//	T(N, p) = 2·T_scatter(N, p) + T_unpack(x) + I·T_iter(x, p) + T_pack(x)
+//   - scatter: the master sends each of the p−1 workers its block, each
+//     send waiting for the worker to take it: (p−1)·a + b·B, with B = 8·N²
+//     the plate's bytes (the seed's (p−1)·(a + b·m), m = B/(p−1));
+//   - iterations: the workers are kept in step by the halo exchange, so
+//     each waits for the slowest. That worker's wall time per iteration is
+//     its CPU time for one (its sweep of x points and its two exchanges:
+//     a_p + b_p·x) over the share of a CPU it gets (s_p: its quota, or
+//     less when the p processes and the machine's other work want more
+//     than its two CPUs), both measured per process count on the fitted
+//     plates: the CPU time per point grows with the processes sharing the
+//     two CPUs and their caches (about 1.5 ns at p ≤ 6, 2 ns at p = 7);
+//   - collect: the rest of a solve (the workers' unpacking and packing and
+//     the return of the blocks), in the same form as the scatter.
 //
-// with x = N·⌈N/(p−1)⌉ the points of the largest block: the scatter of
-// the blocks, the largest worker's unpacking, I iterations, its packing,
-// and the gather of the blocks, which moves the same bytes as the scatter.
-func program(set *perfmodel.Set, iters int) (*perfmodel.Program, error) {
-	m := map[string]*perfmodel.Model{}
-	for _, name := range regionNames {
-		r, err := set.Get(name)
-		if err != nil {
-			return nil, err
-		}
-		m[name] = r
+// An earlier model fitted the iteration's wall time as a + b·x + c·p +
+// d·x·p over every p at once: its negative x·p coefficient predicted the
+// largest plates at p = 6-7 16-28% low on a quiet machine.
+const (
+	regScatter = "scatter"
+	regCollect = "collect"
+	regCPU     = "slowest-cpu" // CPU time per iteration of the slowest worker
+	regWall    = "slowest"     // its wall time per iteration
+)
+
+// commForm is (p−1)·a + b·B, evaluated at (B, p−1).
+var commForm = perfmodel.Form{{P: 1}, {N: 1}}
+
+// commArg maps a plate (N, p) to the scatter's and the collection's
+// arguments: the plate's bytes and the number of blocks.
+func commArg(n, p float64) (float64, float64) { return 8 * n * n, p - 1 }
+
+// points is x, the points of the largest block of plate N among p−1
+// workers.
+func points(n, p float64) float64 { return n * math.Ceil(n/(p-1)) }
+
+func cpuName(p int) string   { return fmt.Sprintf("%s/p=%d", regCPU, p) }
+func shareName(p int) string { return fmt.Sprintf("share/p=%d", p) }
+
+// program composes the region models of process count p into the solver's
+// model:
+//
+//	T(N) = T_scatter(8N², p−1) + I·C_p(x)/s_p + T_collect(8N², p−1)
+//
+// with C_p the slowest worker's CPU time per iteration and s_p its share
+// of a CPU.
+func program(set *perfmodel.Set, iters, p int) (*perfmodel.Program, error) {
+	sc, err := set.Get(regScatter)
+	if err != nil {
+		return nil, err
 	}
-	points := func(n, p float64) (float64, float64) { return n * math.Ceil(n/(p-1)), p }
+	co, err := set.Get(regCollect)
+	if err != nil {
+		return nil, err
+	}
+	cpu, err := set.Get(cpuName(p))
+	if err != nil {
+		return nil, err
+	}
+	share, err := set.Get(shareName(p))
+	if err != nil {
+		return nil, err
+	}
+	s := share.Predict(0, 0).T
+	if !(s > 0) {
+		return nil, fmt.Errorf("p=%d: CPU share %g", p, s)
+	}
 	return &perfmodel.Program{Parts: []perfmodel.Part{
-		{Name: "scatter+gather", Model: m["scatter"], Count: func(float64, float64) float64 { return 2 }},
-		{Name: "unpack", Model: m["unpack"], Arg: points},
-		{Name: "iterations", Model: m["iter"], Arg: points,
-			Count: func(float64, float64) float64 { return float64(iters) }},
-		{Name: "pack", Model: m["pack"], Arg: points},
+		{Name: regScatter, Model: sc, Arg: commArg},
+		{Name: "iterations", Model: cpu, Arg: func(n, p float64) (float64, float64) { return points(n, p), 0 },
+			Count: func(float64, float64) float64 { return float64(iters) / s }},
+		{Name: regCollect, Model: co, Arg: commArg},
 	}}, nil
 }
 
-// sampleRule drops only samples far out (a process descheduled for
-// long): the workers run under CPU quotas, whose throttling makes a short
-// region's samples bimodal (a stall or none), and the stalls are part of
-// what the region costs on a throttled worker, not anomalies to drop. The
-// default 3·MAD rule took them for anomalies, and the fits in relative
-// residuals, which weigh the shortest samples most, followed the
-// unthrottled ones: every prediction came out low.
-var sampleRule = perfmodel.Rule{K: 10}
+// sampleRule drops the samples far from their configuration's median (a
+// process descheduled for long, the machine's other work).
+var sampleRule = perfmodel.Rule{}
+
+// fitRegions fits the region models on the fit runs' samples.
+func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (*perfmodel.Set, []int, error) {
+	set := &perfmodel.Set{Observations: map[string][]perfmodel.Observation{}}
+	comm := map[string][]perfmodel.Sample{}
+	cpu := map[int][]perfmodel.Sample{}
+	share := map[int][]perfmodel.Sample{}
+	var ps []int
+	for _, r := range runs {
+		if !fitted(r) {
+			continue
+		}
+		if !slices.Contains(ps, r.P) {
+			ps = append(ps, r.P)
+		}
+		for _, name := range []string{regScatter, regCollect} {
+			for _, s := range r.Regions[name] {
+				s.N, s.P = commArg(s.N, s.P)
+				comm[name] = append(comm[name], s)
+			}
+		}
+		for _, s := range r.Regions[regCPU] {
+			s.P = 0
+			cpu[r.P] = append(cpu[r.P], s)
+		}
+		walls := r.Regions[regWall]
+		for i, s := range r.Regions[regCPU] {
+			if i < len(walls) && walls[i].T > 0 {
+				share[r.P] = append(share[r.P], perfmodel.Sample{T: s.T / walls[i].T})
+			}
+		}
+	}
+	slices.Sort(ps)
+	fit := func(name string, form perfmodel.Form, samples []perfmodel.Sample, w perfmodel.Weighting) error {
+		obs := perfmodel.Summarize(samples, sampleRule)
+		m, err := perfmodel.Fit(form, obs, w)
+		if err != nil {
+			return fmt.Errorf("region %s: %w", name, err)
+		}
+		set.Put(name, m)
+		set.Observations[name] = obs
+		dropped, kept := 0, 0
+		for _, o := range obs {
+			dropped += o.Dropped
+			kept += o.Kept
+		}
+		fmt.Fprintf(b, "    %v; %d samples kept, %d dropped\n", m, kept, dropped)
+		return nil
+	}
+	for _, name := range []string{regScatter, regCollect} {
+		if err := fit(name, commForm, comm[name], perfmodel.Absolute); err != nil {
+			return nil, nil, err
+		}
+	}
+	for _, p := range ps {
+		if err := fit(cpuName(p), perfmodel.Linear(), cpu[p], perfmodel.Relative); err != nil {
+			return nil, nil, err
+		}
+		// The share is a constant: the mean of the solves' shares the
+		// rule keeps, each solve an observation.
+		var ts []float64
+		for _, s := range share[p] {
+			ts = append(ts, s.T)
+		}
+		keep, drop := sampleRule.Split(ts)
+		var obs []perfmodel.Observation
+		for _, t := range keep {
+			obs = append(obs, perfmodel.Observation{T: t, Kept: 1})
+		}
+		m, err := perfmodel.Fit(perfmodel.Form{{}}, obs, perfmodel.Absolute)
+		if err != nil {
+			return nil, nil, fmt.Errorf("share of a CPU at p=%d: %w", p, err)
+		}
+		set.Put(shareName(p), m)
+		fmt.Fprintf(b, "    %s: %.4f ± %.4f (the slowest worker's CPU time over its wall time; %d solves kept, %d dropped)\n",
+			shareName(p), m.Coef[0], m.SE[0], len(keep), len(drop))
+	}
+	return set, ps, nil
+}
 
 // analyzeRuns fits the region models on the runs fitList names and
 // predicts the others: "3,4" fits the runs with those process counts,
@@ -171,74 +277,60 @@ func analyzeRuns(in, out, fitList string) error {
 	}
 	fitted := func(r Samples) bool { return r.Fit || fitP[r.P] }
 	iters := runs[0].Iters
-	// Region models from the fit runs only.
-	regionSamples := map[string][]perfmodel.Sample{}
 	for _, r := range runs {
 		if r.Iters != iters {
 			return fmt.Errorf("runs with %d and %d iterations", iters, r.Iters)
 		}
-		if !fitted(r) {
-			continue
-		}
-		for _, name := range regionNames {
-			for _, s := range r.Regions[name] {
-				if len(regionForms[name]) == 2 {
-					s.P = 0 // a model in the size alone
-				}
-				regionSamples[name] = append(regionSamples[name], s)
-			}
+		if len(r.Regions[regWall]) == 0 {
+			return fmt.Errorf("p=%d: no %q samples (samples of an older run?)", r.P, regWall)
 		}
 	}
-	set := &perfmodel.Set{Observations: map[string][]perfmodel.Observation{}}
 	var b strings.Builder
 	fitDesc := "p = " + fitList
 	if fitN > 0 {
 		fitDesc = fmt.Sprintf("plates N ≤ %d (every process count)", fitN)
 	}
-	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped):\n\n", fitDesc, sampleRule.K)
-	for _, name := range regionNames {
-		obs := perfmodel.Summarize(regionSamples[name], sampleRule)
-		m, err := perfmodel.Fit(regionForms[name], obs, perfmodel.Absolute)
-		if err != nil {
-			return fmt.Errorf("region %s: %w", name, err)
-		}
-		set.Put(name, m)
-		set.Observations[name] = obs
-		dropped, kept := 0, 0
-		for _, o := range obs {
-			dropped += o.Dropped
-			kept += o.Kept
-		}
-		fmt.Fprintf(&b, "    %v; %d samples kept, %d dropped\n", m, kept, dropped)
-	}
-	pg, err := program(set, iters)
+	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped; the slowest worker's CPU time per iteration by its points x, and its share of a CPU, per process count). The scatter and the collection are printed in n = B, the plate's bytes 8N², and p = the p−1 blocks; the CPU time per iteration in n = x:\n\n", fitDesc, 3.0)
+	set, ps, err := fitRegions(runs, fitted, &b)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(&b, "\nProgram model: T(N,p) = 2·T_scatter(N,p) + T_unpack(x) + %d·T_iter(x,p) + T_pack(x), x = N·⌈N/(p−1)⌉\n\n", iters)
+	programs := map[int]*perfmodel.Program{}
+	for _, p := range ps {
+		if programs[p], err = program(set, iters, p); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(&b, "\nProgram model: T(N,p) = T_scatter(8N², p−1) + %d·C_p(x)/s_p + T_collect(8N², p−1), x = N·⌈N/(p−1)⌉\n\n", iters)
 
 	// The Table 1 analogue: every (N, p) run not used in the fit. The
 	// measured time is the median of the solves, with their range and
 	// mean: a throttled solve's time is skewed (a stall or none), and the
 	// range tells the machine's noise from the model's error. Beside it,
 	// the machine's load during those solves and the share of a CPU the
-	// workers got over their iterations (their CPU time over their wall
-	// time): the quota allows 25%, a loaded machine gives less, and a
-	// configuration that got less than the fit runs of its process count
-	// runs longer than a model of the program fitted on them tells.
-	const header = "| N | p | estimated (s) | ± SE | measured: median (s) | [lowest–highest] | mean (solves) | error vs median | load | CPU share |\n|---|---|---|---|---|---|---|---|---|---|\n"
+	// slowest worker got over its iterations, against the share the fit
+	// runs of that process count gave it: a configuration that got less
+	// runs longer than a model fitted on them tells.
+	const header = "| N | p | estimated (s) | ± SE | measured: median (s) | [lowest–highest] | mean (solves) | error vs median | load | CPU share: measured / model |\n|---|---|---|---|---|---|---|---|---|---|\n"
 	b.WriteString(header)
-	worst, count := 0.0, 0
+	worst, count, within := 0.0, 0, 0
 	var fitRows, regionRows strings.Builder
 	est := map[int]perfmodel.Series{}
 	meas := map[int]perfmodel.Series{}
 	for _, r := range runs {
+		pg := programs[r.P]
+		if pg == nil {
+			return fmt.Errorf("p=%d: no fitted models of that process count", r.P)
+		}
 		for _, o := range perfmodel.Summarize(r.Regions["total"], sampleRule) {
 			e := pg.Predict(o.N, o.P)
 			med, lo, hi := solveSpread(r.Regions["total"], o.N, o.P)
 			errPct := 100 * (e.T - med) / med
-			line := fmt.Sprintf("| %.0f | %.0f | %.3f | %.3f | %.3f | [%.3f–%.3f] | %.3f (%d) | %+.2f%% | %.1f | %.1f%% |\n",
-				o.N, o.P, e.T, e.SE, med, lo, hi, o.T, o.Kept, errPct, median(r.Load[int(o.N)]), 100*cpuShare(r.Regions, o.N, o.P))
+			x := points(o.N, o.P)
+			line := fmt.Sprintf("| %.0f | %.0f | %.3f | %.3f | %.3f | [%.3f–%.3f] | %.3f (%d) | %+.2f%% | %.1f | %.1f%% / %.1f%% |\n",
+				o.N, o.P, e.T, e.SE, med, lo, hi, o.T, o.Kept, errPct, median(r.Load[int(o.N)]),
+				100*medianOf(r.Regions[regCPU], x, o.P, o.N)/medianOf(r.Regions[regWall], x, o.P, o.N),
+				100*set.Models[shareName(r.P)].Predict(0, 0).T)
 			if fitted(r) {
 				fitRows.WriteString(line)
 				continue
@@ -246,38 +338,29 @@ func analyzeRuns(in, out, fitList string) error {
 			b.WriteString(line)
 			worst = math.Max(worst, math.Abs(errPct))
 			count++
+			if math.Abs(errPct) <= 10 {
+				within++
+			}
 			s, m := est[r.P], meas[r.P]
 			s.Name, m.Name, m.Points = fmt.Sprintf("p=%d model", r.P), fmt.Sprintf("p=%d measured", r.P), true
 			s.X, s.Y = append(s.X, o.N), append(s.Y, e.T)
 			m.X, m.Y = append(m.X, o.N), append(m.Y, med)
 			est[r.P], meas[r.P] = s, m
 			// Which region misses: each region's model against the median
-			// of its samples in this configuration (per iteration for the
-			// iterations).
+			// of its samples in this configuration.
+			bn, bp := commArg(o.N, o.P)
+			cell := func(pred, m float64) string { return fmt.Sprintf(" %.4g / %.4g (%+.0f%%) |", pred, m, 100*(pred-m)/m) }
 			fmt.Fprintf(&regionRows, "| %.0f | %.0f |", o.N, o.P)
-			for _, name := range regionNames {
-				rn, rp := o.N, o.P
-				if name != "scatter" {
-					rn = o.N * math.Ceil(o.N/(o.P-1))
-				}
-				var ts []float64
-				for _, smp := range r.Regions[name] {
-					if smp.P == o.P && (smp.N == rn || name == "scatter" && smp.N == o.N) {
-						ts = append(ts, smp.T)
-					}
-				}
-				if len(regionForms[name]) == 2 {
-					rp = 0
-				}
-				pred := set.Models[name].Predict(rn, rp).T
-				m := median(ts)
-				fmt.Fprintf(&regionRows, " %.4g / %.4g (%+.0f%%) |", pred, m, 100*(pred-m)/m)
-			}
+			regionRows.WriteString(cell(set.Models[regScatter].Predict(bn, bp).T, medianOf(r.Regions[regScatter], o.N, o.P, 0)))
+			c := set.Models[cpuName(r.P)].Predict(x, 0).T
+			regionRows.WriteString(cell(c, medianOf(r.Regions[regCPU], x, o.P, o.N)))
+			regionRows.WriteString(cell(c/set.Models[shareName(r.P)].Predict(0, 0).T, medianOf(r.Regions[regWall], x, o.P, o.N)))
+			regionRows.WriteString(cell(set.Models[regCollect].Predict(bn, bp).T, medianOf(r.Regions[regCollect], o.N, o.P, 0)))
 			regionRows.WriteString("\n")
 		}
 	}
-	fmt.Fprintf(&b, "\nWorst absolute error over the %d configurations not fitted: %.2f%%.\n", count, worst)
-	fmt.Fprintf(&b, "\nEach region's model against the median of its samples (seconds, the largest block's worker; the iterations per iteration), in the configurations not fitted:\n\n| N | p | %s |\n|---|---|%s\n%s", strings.Join(regionNames, " | "), strings.Repeat("---|", len(regionNames)), regionRows.String())
+	fmt.Fprintf(&b, "\nWorst absolute error over the %d configurations not fitted: %.2f%% (%d of %d within 10%%).\n", count, worst, within, count)
+	fmt.Fprintf(&b, "\nEach region's model against the median of its samples (seconds; model / measured), in the configurations not fitted:\n\n| N | p | scatter | slowest worker's CPU per iteration | its wall time per iteration | collect |\n|---|---|---|---|---|---|\n%s", regionRows.String())
 	fmt.Fprintf(&b, "\nFor reference, the configurations the region models were fitted on:\n\n%s%s", header, fitRows.String())
 	fmt.Print(b.String())
 	if out == "" {
@@ -298,22 +381,16 @@ func analyzeRuns(in, out, fitList string) error {
 	return perfmodel.Plot(filepath.Join(out, "table1.svg"), "Heat: predicted and measured run time", "N", "seconds", series...)
 }
 
-// cpuShare is the share of a CPU the workers of configuration (n, p) got
-// over their iterations: the median of their CPU time per iteration over
-// the median of their wall time per iteration (NaN without CPU samples).
-func cpuShare(regs map[string][]perfmodel.Sample, n, p float64) float64 {
-	var cpu, wall []float64
-	for _, s := range regs["cpu"] {
-		if s.P == p && s.N > 0 && math.Abs(s.N/n-math.Ceil(n/(p-1))) <= 1 {
-			cpu = append(cpu, s.T)
+// medianOf is the median of the samples at (n, p), their N within tol of
+// n (a worker's points are within one row of the largest block's).
+func medianOf(samples []perfmodel.Sample, n, p, tol float64) float64 {
+	var ts []float64
+	for _, s := range samples {
+		if s.P == p && math.Abs(s.N-n) <= tol {
+			ts = append(ts, s.T)
 		}
 	}
-	for _, s := range regs["iter"] {
-		if s.P == p && s.N > 0 && math.Abs(s.N/n-math.Ceil(n/(p-1))) <= 1 {
-			wall = append(wall, s.T)
-		}
-	}
-	return median(cpu) / median(wall)
+	return median(ts)
 }
 
 // median is the median of xs (NaN when empty).

@@ -69,21 +69,22 @@ func TestJacobiBlock(t *testing.T) {
 
 func TestProgramComposition(t *testing.T) {
 	set := &perfmodel.Set{}
-	for _, name := range regionNames {
-		form := regionForms[name]
-		coef := []float64{1e-3, 1e-9, 1e-4, 1e-10}[:len(form)]
-		set.Put(name, &perfmodel.Model{Form: form, Coef: coef})
-	}
-	pg, err := program(set, 10)
+	set.Put(regScatter, &perfmodel.Model{Form: commForm, Coef: []float64{1e-3, 1e-9}})
+	set.Put(regCollect, &perfmodel.Model{Form: commForm, Coef: []float64{2e-3, 3e-9}})
+	set.Put(cpuName(3), &perfmodel.Model{Form: perfmodel.Linear(), Coef: []float64{1e-4, 2e-9}})
+	set.Put(shareName(3), &perfmodel.Model{Form: perfmodel.Form{{}}, Coef: []float64{0.25}})
+	pg, err := program(set, 10, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n, p := 100.0, 3.0
-	x := n * 50
-	lin := func(v float64) float64 { return 1e-3 + 1e-9*v }
-	want := 2*(1e-3+1e-9*n*n+1e-4*p) + lin(x) + 10*(1e-3+1e-9*x+1e-4*p+1e-10*x*p) + lin(x)
+	x, bytes := n*50, 8*n*n
+	want := (2*1e-3 + 1e-9*bytes) + 10*(1e-4+2e-9*x)/0.25 + (2*2e-3 + 3e-9*bytes)
 	if got := pg.Predict(n, p).T; math.Abs(got-want) > 1e-12 {
 		t.Fatalf("program %v, want %v", got, want)
+	}
+	if _, err := program(set, 10, 4); err == nil {
+		t.Fatal("a program for a process count without models")
 	}
 }
 

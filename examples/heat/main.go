@@ -9,10 +9,13 @@
 //
 // The master times the scatter of the blocks ("scatter", by N and p) and
 // the whole solve ("total"); each worker times the unpacking and packing
-// of its block ("unpack", "pack", by its points) and its iterations
-// ("iter": the halo exchange and the sweep, by its points and p, with
-// "halo" and "sweep" apart) and sends its samples to the master, which
-// saves them all, by plate size. The first solve of a run is not timed.
+// of its block ("unpack", "pack", by its points) and its iterations after
+// the first ("iter": the halo exchange and the sweep, by its points and p,
+// with "halo" and "sweep" apart, and "cpu": its CPU time, each per
+// iteration) and sends its samples to the master, which saves them all, by
+// plate size, with each solve's slowest worker ("slowest", "slowest-cpu")
+// and the rest of the solve ("collect"). The first solve of a run, of the
+// widest plate, is not timed.
 //
 //	heat -analyze -fit 'n<=1024' -in DIR -out DIR
 //
@@ -95,6 +98,9 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 	if err != nil || p < 2 {
 		return fmt.Errorf("run under pcorrun with -n 2 or more")
 	}
+	if iters < 2 {
+		return fmt.Errorf("-iters %d: at least 2 (the first iteration is not timed)", iters)
+	}
 	var ns []int
 	for _, f := range strings.Split(sizeList, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -128,10 +134,14 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 		w := newWorker(th, me, slices.Max(ns), p, iters)
 		solve = func(rec *perfmodel.Recorder, n int) error { return w.solve(ctx, rec, n) }
 	}
-	// One solve not recorded: the first of a run costs two to three times
-	// the others (first messages between every pair of processes, the
-	// heap's first growth), which no model of a solve describes.
-	if err := solve(&perfmodel.Recorder{}, ns[0]); err != nil {
+	// One solve not recorded, of the widest plate: the first of a run costs
+	// two to three times the others (first messages between every pair of
+	// processes, the heap's first growth), and the first solve of each
+	// wider plate touched its buffers' pages for the first time (the page
+	// faults, inside the workers' quotas, made its scatter 5-10× and its
+	// iterations 10-20% slower than the plate's other solves), which no
+	// model of a solve describes.
+	if err := solve(&perfmodel.Recorder{}, slices.Max(ns)); err != nil {
 		return err
 	}
 	// The plates take turns, in rising then falling order: a change of the
@@ -174,6 +184,7 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 		return err
 	}
 	all := Samples{P: p, Iters: iters, Regions: map[string][]perfmodel.Sample{}, Plates: byPlate, Load: load}
+	workers := make([]map[int]map[string][]perfmodel.Sample, p)
 	for w := 1; w < p; w++ {
 		m, err := th.Recv(ctx, pcor.Addr{Proc: pcor.ProcID(w)}, tagSamples)
 		if err != nil {
@@ -183,6 +194,7 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 		if err := json.Unmarshal(m.Data, &rs); err != nil {
 			return fmt.Errorf("samples of worker %d: %w", w, err)
 		}
+		workers[w] = rs
 		for n, regs := range rs {
 			if all.Plates[n] == nil {
 				all.Plates[n] = map[string][]perfmodel.Sample{}
@@ -191,6 +203,9 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 				all.Plates[n][k] = append(all.Plates[n][k], v...)
 			}
 		}
+	}
+	for n, regs := range all.Plates {
+		slowest(regs, workers, n, iters)
 	}
 	for _, regs := range all.Plates {
 		for k, v := range regs {
@@ -220,6 +235,32 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 		return err
 	}
 	return os.WriteFile(samplesPath, b, 0o644)
+}
+
+// slowest adds to a plate's regions, for each solve, the iterations of
+// the worker that took longest over them ("slowest": its wall time per
+// iteration, by its points and p; "slowest-cpu": its CPU time per
+// iteration), and what the solve took besides the scatter and those
+// iterations ("collect": the workers' unpacking and packing and the return
+// of the blocks, by N and p). The iterations keep the workers in step, so
+// the solve waits for the slowest of them.
+func slowest(regs map[string][]perfmodel.Sample, workers []map[int]map[string][]perfmodel.Sample, n, iters int) {
+	for i, tot := range regs["total"] {
+		var slow, cpu perfmodel.Sample
+		for _, rs := range workers {
+			its, cpus := rs[n]["iter"], rs[n]["cpu"]
+			if i < len(its) && i < len(cpus) && its[i].T > slow.T {
+				slow, cpu = its[i], cpus[i]
+			}
+		}
+		if slow.T == 0 || i >= len(regs["scatter"]) {
+			continue
+		}
+		regs["slowest"] = append(regs["slowest"], slow)
+		regs["slowest-cpu"] = append(regs["slowest-cpu"], cpu)
+		regs["collect"] = append(regs["collect"], perfmodel.Sample{N: tot.N, P: tot.P,
+			T: tot.T - regs["scatter"][i].T - float64(iters)*slow.T})
+	}
 }
 
 // maxPlate bounds the plate size: a block header naming a larger plate is
@@ -390,11 +431,16 @@ func (wk *worker) solve(ctx context.Context, rec *perfmodel.Recorder, n int) err
 	// bursts, so single iterations are bimodal, while their mean over a
 	// solve is what the solve costs. The process's CPU time over the
 	// iterations, against their wall time, is the share of a CPU the
-	// worker got.
+	// worker got. The first iteration is left out: its exchange waits for
+	// the neighbours' blocks, which the master sends one after the other
+	// (the scatter's time, already measured).
 	var haloSum, sweepSum time.Duration
 	up, down := w-1, w+1 // neighbour workers (0 and p: none)
-	cpu0 := cpuTime()
-	for range iters {
+	var cpu0 time.Duration
+	for it := range iters {
+		if it == 1 {
+			haloSum, sweepSum, cpu0 = 0, 0, cpuTime()
+		}
 		s := time.Now()
 		var reqs [2]*pcor.Request
 		if up >= 1 {
@@ -434,10 +480,11 @@ func (wk *worker) solve(ctx context.Context, rec *perfmodel.Recorder, n int) err
 	}
 	cpu := cpuTime() - cpu0
 	x := float64(rowsN * n)
-	rec.Region("halo").Add(perfmodel.Sample{N: float64(8 * n), P: float64(p), T: haloSum.Seconds() / float64(iters)})
-	rec.Region("sweep").Add(perfmodel.Sample{N: x, P: float64(p), T: sweepSum.Seconds() / float64(iters)})
-	rec.Region("iter").Add(perfmodel.Sample{N: x, P: float64(p), T: (haloSum + sweepSum).Seconds() / float64(iters)})
-	rec.Region("cpu").Add(perfmodel.Sample{N: x, P: float64(p), T: cpu.Seconds() / float64(iters)})
+	k := float64(iters - 1)
+	rec.Region("halo").Add(perfmodel.Sample{N: float64(8 * n), P: float64(p), T: haloSum.Seconds() / k})
+	rec.Region("sweep").Add(perfmodel.Sample{N: x, P: float64(p), T: sweepSum.Seconds() / k})
+	rec.Region("iter").Add(perfmodel.Sample{N: x, P: float64(p), T: (haloSum + sweepSum).Seconds() / k})
+	rec.Region("cpu").Add(perfmodel.Sample{N: x, P: float64(p), T: cpu.Seconds() / k})
 	pack := rec.Region("pack")
 	t0 = pack.Start()
 	wk.out = appendRows(wk.out[:0], n, lo, hi, cur[n:(rowsN+1)*n])

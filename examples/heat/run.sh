@@ -2,15 +2,17 @@
 # Regenerates examples/heat/RESULTS.md, models.json and table1.svg: runs the
 # solver under pcorrun with every worker limited to 25% of a CPU (a cluster
 # of identical slow machines), in interleaved rounds over the process
-# counts, then fits the region models, in the plate size and the process
-# count, on the plates N <= 1024 of every process count and predicts the
-# plates N = 1280, 1536, 1792 at p = 4, 5, 6, 7, which the fit did not see.
-# The plates are large enough that a solve's time is mostly the sweeps
-# (at N <= 512 it was mostly the halo exchanges and the quotas' stalls,
-# and no model in N could be told from the noise).
+# counts, then fits the region models (the scatter and the collection of
+# the blocks in their bytes, the slowest worker's CPU time per iteration in
+# its points and its share of a CPU, per process count) on the plates
+# N <= 1024 of every process count and predicts the plates N = 1280, 1536,
+# 1792 at p = 4, 5, 6, 7, which the fit did not see.
 #
-#   examples/heat/run.sh [rounds]     (PS="3 4 5 6 7" sets the process counts;
+#   examples/heat/run.sh [rounds]     (PS="3 4 5 6 7" sets the process counts,
+#                                      REPS=3 the solves of each plate per run;
 #                                      SAMPLES=dir keeps the samples there)
+#
+# A round takes about 40 s on an idle machine.
 set -eu
 cd "$(dirname "$0")/../.."
 rounds=${1:-3}
@@ -33,7 +35,7 @@ for r in $(seq 1 "$rounds"); do
 		for try in 1 2 3; do
 			echo "round $r, p=$p: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 			"$tmp/pcorrun" --prices off --heartbeat-timeout 30s -n "$p" --cpu-share "$(shares "$p")" \
-				"$tmp/heat" -sizes "$sizes" -reps 3 -iters 100 -samples "$out/samples-p$p-r$r.json" && break
+				"$tmp/heat" -sizes "$sizes" -reps "${REPS:-3}" -iters 100 -samples "$out/samples-p$p-r$r.json" && break
 			rm -f "$out/samples-p$p-r$r.json"
 			[ "$try" = 3 ] && echo "run.sh: p=$p failed three times, left out" >&2
 		done
