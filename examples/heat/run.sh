@@ -29,9 +29,10 @@ for r in $(seq 1 "$rounds"); do
 		[ "$p" -ge 4 ] && sizes=$sizes,1280,1536,1792
 		# A run that fails (on a loaded machine a peer can be taken for
 		# gone) is run again, at most twice. The processes do not
-		# measure their links (--prices off): with the probes on, runs
-		# stalled (every process idle, sends never completing) in most
-		# runs at p = 7 and in every matmul run at load 20-50.
+		# measure their links (--prices off): one host, one fabric,
+		# nothing to price, and the probes' CPU time would fall inside
+		# the workers' quotas. (With the probes on, p = 7 completes
+		# too: 9 solves at load 32.)
 		for try in 1 2 3; do
 			echo "round $r, p=$p: load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 			"$tmp/pcorrun" --prices off --heartbeat-timeout 30s -n "$p" --cpu-share "$(shares "$p")" \
