@@ -131,3 +131,35 @@ func TestBlocksMatchSerialSolve(t *testing.T) {
 		}
 	}
 }
+
+// Each solve's slowest worker is the one whose iterations took longest,
+// its CPU time comes with it, and the collection is what the solve took
+// besides the scatter and those iterations.
+func TestSlowestWorkerOfEachSolve(t *testing.T) {
+	const n, iters = 90, 10
+	regs := map[string][]perfmodel.Sample{
+		"total":   {{N: n, P: 4, T: 1.0}, {N: n, P: 4, T: 2.0}},
+		"scatter": {{N: n, P: 4, T: 0.1}, {N: n, P: 4, T: 0.2}},
+	}
+	worker := func(it0, it1, cpu0, cpu1 float64) map[int]map[string][]perfmodel.Sample {
+		return map[int]map[string][]perfmodel.Sample{n: {
+			"iter": {{N: 30 * n, P: 4, T: it0}, {N: 30 * n, P: 4, T: it1}},
+			"cpu":  {{N: 30 * n, P: 4, T: cpu0}, {N: 30 * n, P: 4, T: cpu1}},
+		}}
+	}
+	// Worker 2 is the slowest in the first solve, worker 3 in the second.
+	workers := []map[int]map[string][]perfmodel.Sample{nil, worker(0.05, 0.06, 0.011, 0.012), worker(0.08, 0.07, 0.021, 0.022), worker(0.07, 0.15, 0.031, 0.032)}
+	slowest(regs, workers, n, iters)
+	want := map[string][]float64{"slowest": {0.08, 0.15}, "slowest-cpu": {0.021, 0.032}, "collect": {1.0 - 0.1 - 0.8, 2.0 - 0.2 - 1.5}}
+	for name, ts := range want {
+		got := regs[name]
+		if len(got) != len(ts) {
+			t.Fatalf("%s: %d samples, want %d", name, len(got), len(ts))
+		}
+		for i, w := range ts {
+			if math.Abs(got[i].T-w) > 1e-12 {
+				t.Errorf("%s, solve %d: %v, want %v", name, i, got[i].T, w)
+			}
+		}
+	}
+}
