@@ -19,6 +19,10 @@ type Counters struct {
 	// WideAttempts and WideSteals are the same between groups.
 	WideAttempts uint64 `json:"wide_attempts"`
 	WideSteals   uint64 `json:"wide_steals"`
+	// WideKept counts the times a victim kept a task another group's
+	// master could have had because moving its data would have cost more
+	// than its work (Policy.WorthMoving): once per request and task.
+	WideKept uint64 `json:"wide_kept,omitempty"`
 	// WideDepths are the depths of the tasks that left their group, in
 	// the order the victim handed them over (a run's merged counters
 	// list them process by process).
@@ -40,6 +44,7 @@ func (c *Counters) Add(o *Counters) {
 	c.LocalSteals += o.LocalSteals
 	c.WideAttempts += o.WideAttempts
 	c.WideSteals += o.WideSteals
+	c.WideKept += o.WideKept
 	c.WideDepths = append(c.WideDepths, o.WideDepths...)
 	c.WideBytes += o.WideBytes
 	c.LocalBytes += o.LocalBytes
@@ -64,8 +69,8 @@ func (c *Counters) MedianIdle() time.Duration {
 
 // Write prints the counters on one line.
 func (c *Counters) Write(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "policy=%s makespan=%v steals local=%d/%d wide=%d/%d bytes local=%d wide=%d idle(median)=%v\n",
-		c.Policy, c.Makespan, c.LocalSteals, c.LocalAttempts, c.WideSteals, c.WideAttempts,
+	_, err := fmt.Fprintf(w, "policy=%s makespan=%v steals local=%d/%d wide=%d/%d kept=%d bytes local=%d wide=%d idle(median)=%v\n",
+		c.Policy, c.Makespan, c.LocalSteals, c.LocalAttempts, c.WideSteals, c.WideAttempts, c.WideKept,
 		c.LocalBytes, c.WideBytes, c.MedianIdle())
 	return err
 }

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Kind names a stealing policy.
@@ -259,6 +260,22 @@ func (p Policy) Serve(g *Groups, victim uint32, s Steal) []Take {
 		}
 	}
 	return takeLocal
+}
+
+// WorthMoving reports whether a task may be handed to a process of
+// another group, weighing the time moving its data takes on the link
+// between the groups (move: its input there and its result back) against
+// the time its work takes on one processor (work; zero or negative:
+// unknown). Under hws (the seed transfers a stolen task's data with it,
+// and keeps small tasks from crossing between groups) a task whose data
+// would take longer to cross than the thief's group, of pg processes,
+// takes to run it stays in its group: move·pg > work. Every task may move
+// under random and crs, and under hws when its work is unknown.
+func (p Policy) WorthMoving(work, move time.Duration, pg int) bool {
+	if p.Kind != HWS || work <= 0 {
+		return true
+	}
+	return move*time.Duration(max(pg, 1)) <= work
 }
 
 // inGroup picks a uniformly random other process of group gi.

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 )
 
 func TestParsePolicy(t *testing.T) {
@@ -165,6 +166,31 @@ func TestPlaceOrderServe(t *testing.T) {
 	} {
 		if got := tc.p.Serve(g, tc.victim, tc.s); !slices.Equal(got, tc.want) {
 			t.Errorf("%v serve %+v at %d: %v, want %v", tc.p, tc.s, tc.victim, got, tc.want)
+		}
+	}
+}
+
+// Under hws a task moves to another group only if its data cross faster
+// than the thief's group runs it; random and crs, and tasks of unknown
+// work, always move.
+func TestWorthMoving(t *testing.T) {
+	h := Policy{Kind: HWS}
+	for _, tc := range []struct {
+		p          Policy
+		work, move time.Duration
+		pg         int
+		want       bool
+	}{
+		{h, 30 * time.Millisecond, 10 * time.Millisecond, 3, true},
+		{h, 30 * time.Millisecond, 11 * time.Millisecond, 3, false},
+		{h, 2 * time.Millisecond, time.Second, 1, false}, // a matrix block on a slow link
+		{h, 0, time.Second, 3, true},                     // work unknown
+		{h, time.Second, 0, 0, true},
+		{Policy{Kind: Random}, time.Millisecond, time.Second, 3, true},
+		{Policy{Kind: CRS}, time.Millisecond, time.Second, 3, true},
+	} {
+		if got := tc.p.WorthMoving(tc.work, tc.move, tc.pg); got != tc.want {
+			t.Errorf("%v.WorthMoving(%v, %v, %d) = %v, want %v", tc.p, tc.work, tc.move, tc.pg, got, tc.want)
 		}
 	}
 }

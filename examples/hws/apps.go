@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"time"
 
 	"github.com/pcor-go/pcor/athread"
 )
@@ -28,8 +29,8 @@ func fibBody(ctx context.Context, a fibArgs) (int64, error) {
 	if a.N <= a.Cutoff || a.N < 2 {
 		return fibSeq(a.N), nil
 	}
-	x := athread.Create(ctx, fibFunc, fibArgs{a.N - 1, a.Cutoff})
-	y := athread.Create(ctx, fibFunc, fibArgs{a.N - 2, a.Cutoff})
+	x := athread.Create(ctx, fibFunc, fibArgs{a.N - 1, a.Cutoff}, athread.Attr{Cost: fibCalls(a.N - 1)})
+	y := athread.Create(ctx, fibFunc, fibArgs{a.N - 2, a.Cutoff}, athread.Attr{Cost: fibCalls(a.N - 2)})
 	vx, err := x.Join(ctx)
 	if err != nil {
 		return 0, err
@@ -44,6 +45,10 @@ func fibSeq(n int64) int64 {
 	}
 	return fibSeq(n-1) + fibSeq(n-2)
 }
+
+// fibCalls is the number of calls fibSeq(n) makes: the cost hint of a
+// thread computing fib(n).
+func fibCalls(n int64) int64 { return 2*fibWant(min(n, 90)+1) - 1 }
 
 // fibWant is fib(n) by iteration.
 func fibWant(n int64) int64 {
@@ -231,7 +236,8 @@ func productBody(ctx context.Context, p product) ([]float64, error) {
 	for i := range 2 {
 		for j := range 2 {
 			for k := range 2 {
-				hs[i][j][k] = athread.Create(ctx, productFunc, product{h, p.Leaf, quadrant(p.A, s, i, k), quadrant(p.B, s, k, j)})
+				hs[i][j][k] = athread.Create(ctx, productFunc, product{h, p.Leaf, quadrant(p.A, s, i, k), quadrant(p.B, s, k, j)},
+					athread.Attr{Cost: int64(h) * int64(h) * int64(h)}) // multiply-adds
 			}
 		}
 	}
@@ -281,6 +287,33 @@ func testMatrix(s int, seed int) []float64 {
 		m[i] = float64((i*7+seed*13)%11) - 5
 	}
 	return m
+}
+
+// rates measure, for the case studies whose threads carry a cost hint,
+// how many units of the hint one CPU gets through in a second: fibSeq's
+// calls, the multiply-adds of the matrix product (the quickest of three
+// timings).
+var rates = map[string]func() float64{
+	"fib": func() float64 {
+		const n = 24
+		return float64(fibCalls(n)) / quickest(func() { fibSeq(n) }).Seconds()
+	},
+	"matmul": func() float64 {
+		const s = 64
+		a, b := testMatrix(s, 1), testMatrix(s, 2)
+		return s * s * s / quickest(func() { multiply(a, b, s) }).Seconds()
+	},
+}
+
+// quickest is the shortest of three timings of f.
+func quickest(f func()) time.Duration {
+	best := time.Duration(math.MaxInt64)
+	for range 3 {
+		t := time.Now()
+		f()
+		best = min(best, max(time.Since(t), time.Nanosecond))
+	}
+	return best
 }
 
 // app is one case study run from process 0: it returns a description of

@@ -55,8 +55,9 @@ func TestMain(m *testing.M) {
 // and hws stealing, and hws steals less between groups: over the three,
 // fewer threads moved between groups and fewer steal requests between
 // groups (fewer than half the requests was asked before: 1 run of 13 at
-// load 40 had 87 against 122). (Bytes on the slow link are logged, not judged:
-// with a few large matrix blocks, one steal more or less decides.)
+// load 40 had 87 against 122); and hws, weighing data against work, hands
+// no matrix block to the other group. (Bytes on the slow link are logged,
+// not judged: random may move one block or none.)
 func TestNamespaceRun(t *testing.T) {
 	if why := needNamespaces(); why != "" {
 		t.Skip(why)
@@ -70,7 +71,11 @@ func TestNamespaceRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tp.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
+	if d, ok := t.Deadline(); ok && d.Add(-30*time.Second).Before(deadline) {
+		deadline = d.Add(-30 * time.Second) // time left to remove the namespaces
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	jobs := []job{{"fib", 32, 18, 2}, {"nqueens", 12, 3, 2}, {"matmul", 128, 32, 8}}
 	type sum struct{ steals, tries, bytes uint64 }
@@ -82,6 +87,12 @@ func TestNamespaceRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			r, err := runReal(ctx, tp, pcorrun, self, j, p)
+			if err != nil && ctx.Err() == nil && startupFailure(err) {
+				// As hws real does: on a loaded machine a process can
+				// miss its heartbeats while the job starts.
+				t.Logf("%v\nrunning it again", err)
+				r, err = runReal(ctx, tp, pcorrun, self, j, p)
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,6 +101,11 @@ func TestNamespaceRun(t *testing.T) {
 			}
 			t.Logf("%s %v: %s in %v; between groups %d steals, %d tried, %d bytes on the slow link",
 				j.app, p, r.rep.Result, r.rep.Makespan.Round(time.Millisecond), r.rep.Total.WideSteals, r.rep.Total.WideAttempts, r.slowBytes)
+			if j.app == "matmul" && k == hws.HWS && r.rep.Total.WideSteals != 0 {
+				// Each block carries 64 KB for a fraction of a
+				// millisecond of work: weighed, none is worth the link.
+				t.Errorf("hws handed %d matrix blocks to the other group (depths %v)", r.rep.Total.WideSteals, r.rep.Total.WideDepths)
+			}
 			s := totals[k]
 			s.steals += r.rep.Total.WideSteals
 			s.tries += r.rep.Total.WideAttempts

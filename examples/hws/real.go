@@ -125,6 +125,12 @@ func runReal(ctx context.Context, tp *topology, pcorrun, self string, j job, pol
 	return &realRun{rep: rep, slowBytes: after - before}, nil
 }
 
+// startupFailure reports whether a run failed while its processes
+// started (athread's start-up exchange), before the case study ran.
+func startupFailure(err error) bool {
+	return strings.Contains(err.Error(), "athread: start-up with process")
+}
+
 // findPcorrun looks for pcorrun beside this executable, then in PATH.
 func findPcorrun() (string, error) {
 	if exe, err := os.Executable(); err == nil {
@@ -148,7 +154,8 @@ func real(args []string, stdout, stderr io.Writer) int {
 	reps := fs.Int("reps", 3, "repetitions of every run")
 	pols := fs.String("policies", "random,hws", "policies")
 	appsFlag := fs.String("apps", "fib,nqueens,matmul", "case studies")
-	flat := fs.Bool("flat", true, "also measure on one flat network")
+	flat := fs.Bool("flat", true, "measure on one flat network of all the processes too")
+	grouped := fs.Bool("grouped", true, "measure on the groups joined by the shaped link")
 	pcorrun := fs.String("pcorrun", "", "pcorrun executable (default: beside this one, then PATH)")
 	limitRule := fs.String("limit", limitFanout, "hws depth limit without hws:L: fanout (about 128 blocks per group) or best (Théorème 1's makespan terms on the job's model task tree); hws:best and hws:fanout in -policies choose per policy")
 	if err := fs.Parse(args); err != nil {
@@ -195,7 +202,10 @@ func real(args []string, stdout, stderr io.Writer) int {
 		groups, per int
 		rate        string
 	}
-	settings := []setting{{fmt.Sprintf("%d groups of %d, %s between", *groups, *per, *rate), *groups, *per, *rate}}
+	var settings []setting
+	if *grouped {
+		settings = append(settings, setting{fmt.Sprintf("%d groups of %d, %s between", *groups, *per, *rate), *groups, *per, *rate})
+	}
 	if *flat {
 		settings = append(settings, setting{fmt.Sprintf("flat: one network of %d", *groups**per), 1, *groups * *per, ""})
 	}
@@ -216,14 +226,15 @@ func real(args []string, stdout, stderr io.Writer) int {
 						return 2
 					}
 				}
-				md := fmt.Sprint(deepest(pols))
+				md := deepest(pols)
 				for i, p := range pols {
-					r, err := runReal(ctx, tp, *pcorrun, self, j, p, "-maxdepth", md)
+					wa := policies[i].workerArgs(md)
+					r, err := runReal(ctx, tp, *pcorrun, self, j, p, wa...)
 					if err != nil && ctx.Err() == nil {
 						// Printed and run once more: on a loaded machine a
 						// process can miss its heartbeats at start-up.
 						fmt.Fprintf(stderr, "hws real: %v\nhws real: running it again\n", err)
-						r, err = runReal(ctx, tp, *pcorrun, self, j, p, "-maxdepth", md)
+						r, err = runReal(ctx, tp, *pcorrun, self, j, p, wa...)
 					}
 					if err != nil {
 						tp.Close()
@@ -232,16 +243,80 @@ func real(args []string, stdout, stderr io.Writer) int {
 					}
 					key := resKey(j, i)
 					res[key] = append(res[key], r)
-					fmt.Fprintf(stderr, "%s rep %d %s %v: %v, wide steals %d/%d (depths %v), slow link %d bytes\n", st.name, rep, j.app, p,
-						r.rep.Makespan.Round(time.Millisecond), r.rep.Total.WideSteals, r.rep.Total.WideAttempts, r.rep.Total.WideDepths, r.slowBytes)
+					fmt.Fprintf(stderr, "%s rep %d %s %s: %v, wide steals %d/%d (depths %v, kept %d), slow link %d bytes, load %s\n", st.name, rep, j.app, policies[i].name,
+						r.rep.Makespan.Round(time.Millisecond), r.rep.Total.WideSteals, r.rep.Total.WideAttempts, r.rep.Total.WideDepths, r.rep.Total.WideKept, r.slowBytes, loadAvg())
 				}
 			}
 		}
 		tp.Close()
 		fmt.Fprintf(stdout, "\n%s (groups found: %s); medians of %d runs, [min, max]\n", st.name, res[resKey(jobs[0], 0)][0].rep.Groups, *reps)
 		printReal(stdout, jobs, policies, res)
+		printRatios(stdout, jobs, policies, res)
 	}
+	fmt.Fprintf(stdout, "\nload average at the end: %s\n", loadAvg())
 	return 0
+}
+
+// printRatios compares every policy with the first of the list, run by run
+// (the runs of one repetition are interleaved): the median and spread of
+// the makespan ratios, and the ratio of the median steals between groups
+// and of the median bytes on the slow link (first policy's over this one's:
+// how many times fewer).
+func printRatios(w io.Writer, jobs []job, policies []choice, res map[string][]*realRun) {
+	if len(policies) < 2 {
+		return
+	}
+	fmt.Fprintf(w, "\nagainst %s, run by run: makespan ratio median [min, max]; %s's median steals between groups and slow-link bytes over this one's\n",
+		policies[0].name, policies[0].name)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "app\tpolicy\tmakespan / base\tfewer steals between groups\tfewer slow-link bytes\t")
+	for _, j := range jobs {
+		base := res[resKey(j, 0)]
+		for i := 1; i < len(policies); i++ {
+			runs := res[resKey(j, i)]
+			n := min(len(runs), len(base))
+			if n == 0 {
+				continue
+			}
+			var ms, bs, rs, bb, rb []float64
+			for k := range n {
+				ms = append(ms, float64(runs[k].rep.Makespan)/float64(base[k].rep.Makespan))
+				bs = append(bs, float64(base[k].rep.Total.WideSteals))
+				rs = append(rs, float64(runs[k].rep.Total.WideSteals))
+				bb = append(bb, float64(base[k].slowBytes))
+				rb = append(rb, float64(runs[k].slowBytes))
+			}
+			m, lo, hi := median(ms)
+			fmt.Fprintf(tw, "%s\t%s\t%.2f [%.2f, %.2f]\t%s\t%s\t\n", j.app, policies[i].name, m, lo, hi, times(bs, rs), times(bb, rb))
+		}
+	}
+	tw.Flush()
+}
+
+// times is median(a) / median(b), "inf" when b's is zero and a's not.
+func times(a, b []float64) string {
+	ma, _, _ := median(a)
+	mb, _, _ := median(b)
+	switch {
+	case mb == 0 && ma == 0:
+		return "1 (both 0)"
+	case mb == 0:
+		return fmt.Sprintf("inf (%.0f against 0)", ma)
+	}
+	return fmt.Sprintf("%.1f", ma/mb)
+}
+
+// loadAvg is the machine's 1-minute load average, or "?".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
 }
 
 func median(v []float64) (med, lo, hi float64) {
@@ -251,29 +326,52 @@ func median(v []float64) (med, lo, hi float64) {
 }
 
 // choice is a policy of the -policies list: hws's depth limit comes from
-// hws:L, or else from rule.
+// hws:L, or else from rule; unweighed hws hands global threads to other
+// groups without weighing their data against their work (worker -weigh).
 type choice struct {
-	pol  hws.Policy
-	rule string
-	name string
+	pol       hws.Policy
+	rule      string
+	name      string
+	unweighed bool
 }
+
+// unweighedSuffix, after an hws policy's name, turns the weighing off.
+const unweighedSuffix = "-unweighed"
 
 // parseChoice reads a policy name as hws.Parse does, and hws:best and
 // hws:fanout, hws with the limit of that rule; rule is the limit rule of
-// plain hws.
+// plain hws. An hws name may end with -unweighed.
 func parseChoice(s, rule string) (choice, error) {
-	switch s = strings.TrimSpace(s); s {
-	case "hws:" + limitBest, "hws:" + limitFanout:
-		return choice{pol: hws.Policy{Kind: hws.HWS}, rule: strings.TrimPrefix(s, "hws:"), name: s}, nil
+	s = strings.TrimSpace(s)
+	base, unweighed := strings.CutSuffix(s, unweighedSuffix)
+	if unweighed && !strings.HasPrefix(base, "hws") {
+		return choice{}, fmt.Errorf("hws real: %q: only hws weighs data against work", s)
 	}
-	p, err := hws.Parse(s)
+	switch base {
+	case "hws:" + limitBest, "hws:" + limitFanout:
+		return choice{pol: hws.Policy{Kind: hws.HWS}, rule: strings.TrimPrefix(base, "hws:"), name: s, unweighed: unweighed}, nil
+	}
+	p, err := hws.Parse(base)
 	if err != nil {
 		return choice{}, err
 	}
+	name := p.String()
 	if p.Kind == hws.HWS && p.DepthLimit == 0 {
-		return choice{pol: p, rule: rule, name: "hws:" + rule}, nil
+		name = "hws:" + rule
 	}
-	return choice{pol: p, rule: rule, name: p.String()}, nil
+	if unweighed {
+		name += unweighedSuffix
+	}
+	return choice{pol: p, rule: rule, name: name, unweighed: unweighed}, nil
+}
+
+// workerArgs are the worker flags of choice c, beside maxdepth.
+func (c choice) workerArgs(maxDepth int) []string {
+	a := []string{"-maxdepth", fmt.Sprint(maxDepth)}
+	if c.unweighed {
+		a = append(a, "-weigh=false")
+	}
+	return a
 }
 
 // resKey names the runs of job j under the i-th policy of the list.
@@ -281,7 +379,7 @@ func resKey(j job, i int) string { return fmt.Sprintf("%s\x00%d", j.app, i) }
 
 func printReal(w io.Writer, jobs []job, policies []choice, res map[string][]*realRun) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "app\tpolicy\tmakespan ms\twide steals\twide tried\tslow-link KB\tlocal steals\tidle ms (med proc)\t")
+	fmt.Fprintln(tw, "app\tpolicy\tmakespan ms\twide steals\twide tried\twide kept\tslow-link KB\tlocal steals\tidle ms (med proc)\t")
 	for _, j := range jobs {
 		for i, c := range policies {
 			runs := res[resKey(j, i)]
@@ -300,10 +398,11 @@ func printReal(w io.Writer, jobs []job, policies []choice, res map[string][]*rea
 				m, lo, hi := median(v)
 				return fmt.Sprintf("%.0f [%.0f, %.0f]", m, lo, hi)
 			}
-			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t\n", j.app, p,
+			fmt.Fprintf(tw, "%s\t%v\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", j.app, p,
 				col(func(r *realRun) float64 { return float64(r.rep.Makespan) / 1e6 }),
 				col(func(r *realRun) float64 { return float64(r.rep.Total.WideSteals) }),
 				col(func(r *realRun) float64 { return float64(r.rep.Total.WideAttempts) }),
+				col(func(r *realRun) float64 { return float64(r.rep.Total.WideKept) }),
 				col(func(r *realRun) float64 { return float64(r.slowBytes) / 1e3 }),
 				col(func(r *realRun) float64 { return float64(r.rep.Total.LocalSteals) }),
 				col(func(r *realRun) float64 { return float64(r.rep.Total.MedianIdle()) / 1e6 }))

@@ -51,6 +51,7 @@ func worker(args []string, stdout, stderr io.Writer) int {
 	wanBandwidth := fs.Float64("wan-bw", 500e3, "bandwidth announced for the wide-area port, bytes/s")
 	vps := fs.Int("vps", 1, "VPs per process")
 	maxDepth := fs.Int("maxdepth", 0, "deepest thread that may leave its process under random and crs (0: the default); hws: see adapt.New")
+	weigh := fs.Bool("weigh", true, "hws: weigh a thread's data against its work (its cost hint, at a rate measured here) before handing it to another group")
 	traceFile := fs.String("trace", "", "process 0 writes the athread trace, with the counters, to this file")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
 	if err := fs.Parse(args); err != nil {
@@ -68,7 +69,7 @@ func worker(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := runWorker(ctx, pol, body, *appName, *size, *cutoff, *vps, *maxDepth, *wanLatency, *wanBandwidth, *traceFile, stdout); err != nil {
+	if err := runWorker(ctx, pol, body, *appName, *size, *cutoff, *vps, *maxDepth, *weigh, *wanLatency, *wanBandwidth, *traceFile, stdout); err != nil {
 		fmt.Fprintf(stderr, "hws worker: %v\n", err)
 		return 1
 	}
@@ -92,7 +93,7 @@ func listenSpec(lat time.Duration, bw float64) string {
 	return "127.0.0.1:0"
 }
 
-func runWorker(ctx context.Context, pol hws.Policy, body app, appName string, size, cutoff, vps, maxDepth int,
+func runWorker(ctx context.Context, pol hws.Policy, body app, appName string, size, cutoff, vps, maxDepth int, weigh bool,
 	wanLat time.Duration, wanBW float64, traceFile string, stdout io.Writer) error {
 	if os.Getenv("PCOR_LISTEN") == "" {
 		os.Setenv("PCOR_LISTEN", listenSpec(wanLat, wanBW))
@@ -133,6 +134,9 @@ func runWorker(ctx context.Context, pol hws.Policy, body app, appName string, si
 		groups = hws.Discover(members, routing.DefaultModel())
 	}
 	policy.SetGroups(groups)
+	if rate := rates[appName]; rate != nil && weigh {
+		policy.Weigh(rate(), node.Routes)
+	}
 
 	var result string
 	var makespan time.Duration

@@ -22,6 +22,15 @@
 // ClassGroup (handed only inside the group); deeper ones stay in their
 // process. Under random and crs every
 // thread down to MaxDepth is ClassGlobal and anyone may take it.
+//
+// Data against work: once told how fast a CPU gets through the threads'
+// cost hints and the routes of its process (Policy.Weigh), an hws master
+// hands a global thread to another group only if its packed input, and a
+// result as large, take no longer to cross the route to the thief (beyond
+// the route's fixed cost, which the request and its answer pay anyway)
+// than the thief's group takes to run the thread
+// (hws.Policy.WorthMoving); otherwise the thread stays for its own group.
+// Threads without a cost hint move as before.
 package adapt
 
 import (
@@ -29,10 +38,12 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/pcor-go/pcor/athread"
 	"github.com/pcor-go/pcor/hws"
 	"github.com/pcor-go/pcor/pcor"
+	"github.com/pcor-go/pcor/routing"
 )
 
 // ClassGroup marks a thread that may go to processes of its group only.
@@ -52,6 +63,7 @@ type Policy struct {
 	self     pcor.ProcID
 	maxDepth int
 	groups   atomic.Pointer[hws.Groups]
+	weights  atomic.Pointer[weights]
 
 	mu         sync.Mutex
 	rng        *rand.Rand
@@ -61,6 +73,13 @@ type Policy struct {
 	localAttempts, wideAttempts atomic.Uint64
 	localGiven, wideGiven       atomic.Uint64
 	localBytes, wideBytes       atomic.Uint64
+	wideKept                    atomic.Uint64
+}
+
+// weights is what Weigh was given.
+type weights struct {
+	rate   float64 // cost-hint units per second of one CPU
+	routes func() *routing.Table
 }
 
 var (
@@ -100,6 +119,50 @@ func Deepest(p hws.Policy, g *hws.Groups, maxDepth int) int {
 // hws.Tracker).
 func (a *Policy) SetGroups(g *hws.Groups) { a.groups.Store(g) }
 
+// Weigh makes the policy weigh a global thread's data against its work
+// before handing it to another group (hws only): rate is how many units of
+// the threads' cost hints (athread.Attr.Cost) one CPU gets through in a
+// second, and routes returns the process's current routing table
+// (pcor.Node.Routes), whose route to the thief prices the move. A rate of
+// zero or a nil routes turns the weighing off.
+func (a *Policy) Weigh(rate float64, routes func() *routing.Table) {
+	if !(rate > 0) || routes == nil {
+		a.weights.Store(nil)
+		return
+	}
+	a.weights.Store(&weights{rate: rate, routes: routes})
+}
+
+// worthMoving reports whether thread t may go to thief, a process of
+// another group of g, by the weights given to Weigh: the time its input
+// of t.Size bytes and a result as large take to cross, beyond the route's
+// fixed cost, against its cost hint's time on the thief group's processes.
+// Without weights, a cost hint, a packed input or a route to the thief, it
+// may.
+func (a *Policy) worthMoving(g *hws.Groups, thief pcor.ProcID, t athread.TaskInfo) bool {
+	w := a.weights.Load()
+	if w == nil || t.Cost <= 0 || t.Size < 0 {
+		return true
+	}
+	tab := w.routes()
+	if tab == nil {
+		return true
+	}
+	r, ok := tab.Lookup(uint32(thief), int64(t.Size))
+	if !ok {
+		return true
+	}
+	pg := 1
+	if gi, ok := g.Of(uint32(thief)); ok {
+		pg = len(g.Members(gi))
+	}
+	work := time.Duration(min(float64(t.Cost)/w.rate*1e9, float64(1<<62)))
+	// The bytes' part of the route's cost: the request and its answer
+	// cross the link whether or not the answer carries a thread.
+	move := 2 * (r.Cost(int64(t.Size)) - r.Cost(0))
+	return a.pol.WorthMoving(work, move, pg)
+}
+
 // Groups returns the groups in force.
 func (a *Policy) Groups() *hws.Groups { return a.groups.Load() }
 
@@ -138,8 +201,9 @@ func (a *Policy) Allow(thief pcor.ProcID, t athread.TaskInfo) bool {
 		case athread.ClassGlobal:
 			if same {
 				ok = t.Depth >= a.pol.Limit(g)-1 // hand the deepest global threads down
-			} else {
-				ok = g.IsMaster(uint32(thief))
+			} else if ok = g.IsMaster(uint32(thief)); ok && !a.worthMoving(g, thief, t) {
+				ok = false
+				a.wideKept.Add(1)
 			}
 		default:
 			ok = same
@@ -260,5 +324,6 @@ func (a *Policy) Counters() hws.Counters {
 		WideSteals:    a.wideGiven.Load(),
 		LocalBytes:    a.localBytes.Load(),
 		WideBytes:     a.wideBytes.Load(),
+		WideKept:      a.wideKept.Load(),
 	}
 }

@@ -1,12 +1,16 @@
 package adapt
 
 import (
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/pcor-go/pcor/athread"
+	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/hws"
 	"github.com/pcor-go/pcor/pcor"
+	"github.com/pcor-go/pcor/routing"
 )
 
 func procs(n int) []pcor.ProcID {
@@ -173,5 +177,59 @@ func TestMasterFailover(t *testing.T) {
 	}
 	if !m3.Allow(1, athread.TaskInfo{Depth: 1, Class: athread.ClassGlobal}) {
 		t.Fatal("the new master may not take global threads")
+	}
+}
+
+// With Weigh, an hws master keeps a global thread whose data take longer
+// to cross the slow link than its work takes the other group, and hands
+// over one whose work outweighs its data, and one without a cost hint;
+// inside the group, and under random, nothing is weighed.
+func TestWeigh(t *testing.T) {
+	lan := func(g int) directory.PortInfo {
+		return directory.PortInfo{Fabric: "udp", Network: fmt.Sprintf("lan%d", g), Addr: "x"}
+	}
+	wan := directory.PortInfo{Fabric: "udp", Network: "wan", Addr: "y", Latency: 20 * time.Millisecond, Bandwidth: 500e3}
+	var ms []directory.Member
+	for p := range uint32(6) {
+		ms = append(ms, directory.Member{Proc: p, Ports: []directory.PortInfo{lan(int(p / 3)), wan}})
+	}
+	table := routing.Build(0, ms)
+	g := hws.Uniform(2, 3) // 0-2;3-5
+	const rate = 1e9       // cost units per second: a unit is a nanosecond
+	// 256 KB in and as much back at 500 kB/s: about 1 s of the link, against
+	// 3 s of work on three processes.
+	block := athread.TaskInfo{Depth: 2, Class: athread.ClassGlobal, Size: 256 << 10}
+	for _, tc := range []struct {
+		pol   hws.Kind
+		thief pcor.ProcID
+		cost  int64
+		want  bool
+	}{
+		{hws.HWS, 3, 2e6, false},   // 2 ms of work
+		{hws.HWS, 3, 2.9e9, false}, // 2.9 s: just under
+		{hws.HWS, 3, 3.5e9, true},  // 3.5 s: over
+		{hws.HWS, 3, 0, true},      // work unknown
+		{hws.Random, 3, 2e6, true}, // random does not weigh
+		{hws.Random, 4, 2e6, true},
+	} {
+		a := New(hws.Policy{Kind: tc.pol}, 0, g, 0)
+		a.Weigh(rate, func() *routing.Table { return table })
+		info := block
+		info.Cost = tc.cost
+		if got := a.Allow(tc.thief, info); got != tc.want {
+			t.Errorf("%v: allow cost %d to %d: %v, want %v", tc.pol, tc.cost, tc.thief, got, tc.want)
+		}
+		if kept := a.Counters().WideKept; kept != map[bool]uint64{true: 0, false: 1}[tc.want] {
+			t.Errorf("%v: cost %d: kept %d", tc.pol, tc.cost, kept)
+		}
+	}
+	a := New(hws.Policy{Kind: hws.HWS}, 0, g, 0)
+	a.Weigh(rate, func() *routing.Table { return table })
+	if !a.Allow(1, athread.TaskInfo{Depth: 7, Class: athread.ClassGlobal, Size: 256 << 10, Cost: 1}) {
+		t.Fatal("a thread handed down inside the group was weighed")
+	}
+	a.Weigh(0, nil) // off
+	if info := block; func() bool { info.Cost = 2e6; return !a.Allow(3, info) }() {
+		t.Fatal("weighing turned off still kept a thread")
 	}
 }

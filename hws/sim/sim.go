@@ -20,7 +20,9 @@
 // hws.Policy.Next gives (at most one synchronous request unanswered, and
 // one asynchronous request to another group), and the victim answers with
 // the task hws.Policy.Serve designates (with the task's argument bytes) or
-// with nothing; a stolen task goes on the stack hws.Policy.Place names. A
+// with nothing (under hws also when moving the task's argument and result
+// to another group takes longer than its subtree's work takes a group:
+// hws.Policy.WorthMoving); a stolen task goes on the stack hws.Policy.Place names. A
 // task that ends on another process than its parent's sends its result
 // there. Steal requests are answered on arrival, without interrupting the
 // victim's work.
@@ -147,6 +149,7 @@ type sim struct {
 	uplink []int64 // per group: time its uplink is free
 	owner  []int32 // per task: process that started it
 	wait   []int32 // per task: children not done
+	work   []int64 // per task: its subtree's work, in units
 	res    Result
 	done   bool
 }
@@ -178,6 +181,7 @@ func Run(cfg Config) (Result, error) {
 	for i := range s.procs {
 		s.procs[i].group = int32(i / pl.PerGroup)
 	}
+	s.work, _ = s.d.subtree()
 	s.theory()
 	s.res.Policy = cfg.Policy.String()
 	s.start(0, 0)
@@ -373,10 +377,10 @@ func (s *sim) stealArrive(e event) {
 		var got bool
 		st := v.stack(tk.From)
 		if tk.Newest {
-			if k, ok := st.back(); ok && int(s.d.depth[k]) >= tk.MinDepth {
+			if k, ok := st.back(); ok && int(s.d.depth[k]) >= tk.MinDepth && s.worthMoving(k, e.wide) {
 				n, got = st.popBack()
 			}
-		} else if k, ok := st.front(); ok && int(s.d.depth[k]) >= tk.MinDepth {
+		} else if k, ok := st.front(); ok && int(s.d.depth[k]) >= tk.MinDepth && s.worthMoving(k, e.wide) {
 			n, got = st.popFront()
 		}
 		if got {
@@ -390,6 +394,22 @@ func (s *sim) stealArrive(e event) {
 	}
 	t := s.send(e.q, e.p, size)
 	s.q.push(event{t: t, kind: evStealReply, p: e.p, q: e.q, n: n, wide: e.wide, async: e.async, from: e.from})
+}
+
+// worthMoving reports whether task n may be given to a thief, in another
+// group when wide: hws.Policy.WorthMoving with the task's subtree work and
+// its argument and result bytes at the uplink's bandwidth.
+func (s *sim) worthMoving(n int32, wide bool) bool {
+	if !wide {
+		return true
+	}
+	work := time.Duration(s.work[n]) * s.pl.Unit
+	move := time.Duration(float64(s.d.arg[n]+s.d.res[n]) / s.pl.WideBandwidth * 1e9)
+	if s.pol.WorthMoving(work, move, s.pl.PerGroup) {
+		return true
+	}
+	s.res.WideKept++
+	return false
 }
 
 func (s *sim) stealReply(e event) {

@@ -138,3 +138,38 @@ func TestRunRejects(t *testing.T) {
 		t.Errorf("event budget: %v", err)
 	}
 }
+
+// Under hws a master keeps a matrix block whose data would take longer to
+// cross the slow uplink than its work takes the other group, and hands it
+// over when the link is fast enough; random moves it either way.
+func TestWeighsDataAgainstWork(t *testing.T) {
+	d, err := MatMul(256, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := DefaultPlatform(2, 4)
+	slow.WideBandwidth = 500e3 // a 128×128 block pair: 256 KB, 0.5 s, for 2 ms of work
+	var makespans []time.Duration
+	for _, tc := range []struct {
+		pl   Platform
+		p    hws.Policy
+		kept bool
+	}{
+		{slow, hws.Policy{Kind: hws.HWS, DepthLimit: 2}, true},
+		{DefaultPlatform(2, 4), hws.Policy{Kind: hws.HWS, DepthLimit: 2}, false},
+		{slow, hws.Policy{Kind: hws.Random}, false},
+	} {
+		r, err := Run(Config{Platform: tc.pl, Policy: tc.p, DAG: d, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%v at %.0f B/s: %d steals between groups, %d kept, makespan %v", tc.p, tc.pl.WideBandwidth, r.WideSteals, r.WideKept, r.Makespan)
+		makespans = append(makespans, r.Makespan)
+		if tc.kept != (r.WideKept > 0) || tc.kept != (r.WideSteals == 0) {
+			t.Errorf("%v at %.0f B/s: %d steals between groups, %d kept", tc.p, tc.pl.WideBandwidth, r.WideSteals, r.WideKept)
+		}
+	}
+	if makespans[0] >= makespans[2] {
+		t.Errorf("on the slow link hws took %v, random %v", makespans[0], makespans[2])
+	}
+}
