@@ -167,14 +167,16 @@ func (p *peer) transmitQueuedLocked() {
 		p.mu.Unlock()
 		lost := p.lost.Load()
 		err := p.transmitMessage(b, r)
+		taken := false
 		if err == nil && r.ackNow {
-			err = p.awaitTaken(r)
+			taken, err = p.awaitTaken(r)
 		}
-		if err == nil && p.lost.Load() != lost {
+		if err == nil && !taken && p.lost.Load() != lost {
 			// The fabric found the destination gone while the message
 			// left: some of it may have been dropped. (A peer removed
 			// for another reason after the fabric took the message has
-			// it: that is success.)
+			// it: that is success; so is a message the fabric says the
+			// destination took before it went.)
 			err = &PeerDownError{Proc: p.proc, Reason: "its port went away during the send"}
 		}
 		// Once complete, r may be reused by its owner: take what is
@@ -238,27 +240,28 @@ func (p *peer) transmitMessage(b *batch, r *Request) error {
 // path, so that a process that sends its last message and leaves is not
 // found gone before the message is received. The wait ends early, as a
 // success (the message is in the destination's memory), when r is
-// cancelled or the engine closes.
-func (p *peer) awaitTaken(r *Request) error {
+// cancelled or the engine closes. taken reports whether the fabric said
+// the destination took it.
+func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
 	f, ok := r.rt.disp.fab.(fabric.Flusher)
 	if !ok {
-		return nil
+		return false, nil
 	}
 	start := nanotime()
 	for i := 0; ; i++ {
 		taken, err := f.Taken(r.rt.ep)
 		if err != nil {
-			return &PeerDownError{Proc: p.proc, Reason: err.Error()}
+			return false, &PeerDownError{Proc: p.proc, Reason: err.Error()}
 		}
 		if taken || p.e.closed.Load() {
-			return nil
+			return taken, nil
 		}
 		if i%64 == 63 {
 			p.mu.Lock()
 			canceled := r.canceled
 			p.mu.Unlock()
 			if canceled {
-				return nil
+				return false, nil
 			}
 		}
 		r.rt.disp.helpDrive()
