@@ -66,6 +66,18 @@ func TestOverRDMA(t *testing.T) {
 	if st := n.RendezvousStats(); st.Announced != uint64(big) || st.Read != uint64(big) || st.Dropped != 0 {
 		t.Fatalf("rendezvous %+v, want %d announced and %d read", st, big, big)
 	}
+	// The RC queue pairs are reliable: the port took the engine's
+	// reliable path, with no acknowledgements or retransmissions.
+	for _, ps := range n.Stats() {
+		if ps.Fabric != "rdma" {
+			continue
+		}
+		t.Logf("rdma port: %d datagrams sent, %d received; acks %d sent, %d received; %d retransmits, %d timeouts, %d probes",
+			ps.FragsSent, ps.FragsRecv, ps.AcksSent, ps.AcksRecv, ps.Retransmits, ps.Timeouts, ps.Probes)
+		if ps.FragsSent == 0 || ps.AcksSent+ps.AcksRecv+ps.Retransmits+ps.Timeouts+ps.Probes != 0 {
+			t.Fatalf("the datagram protocol ran over RDMA: %+v", ps)
+		}
+	}
 	if err := th.Send(ctx, dst, 0, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -181,5 +193,95 @@ func closeWithin(t *testing.T, n *pcor.Node, d time.Duration) {
 	case <-closed:
 	case <-time.After(d):
 		t.Fatal("Close hangs")
+	}
+}
+
+// TestOverRDMARendezvousCases runs the rendezvous through its less common
+// paths over RDMA: large messages that arrive before any receive (they
+// wait as announcements, on both sides), a receive posted after the
+// announcement came (found by Probe first), a receive cancelled before its
+// message, and a send cancelled after its announcement left (no effect:
+// the receiver may be reading its memory). Every message is checked byte
+// for byte.
+func TestOverRDMARendezvousCases(t *testing.T) {
+	n, cmd := rdmaNode(t)
+	th := n.Thread(0)
+	dst := pcor.Addr{Proc: 1, Thread: 0}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	before := n.RendezvousStats()
+	// Three large messages at once. The echo takes the first and sends
+	// it back, and its send waits until this process reads it: the other
+	// two wait at the echo as announcements, and each echo waits here as
+	// one until the receive below is posted.
+	sizes := []int{1 << 20, 4<<20 + 5, 40 << 10}
+	var datas [][]byte
+	var sends []*pcor.Request
+	for i, size := range sizes {
+		data := randomBytes(size, uint64(100+i))
+		datas = append(datas, data)
+		sends = append(sends, th.Isend(dst, pcor.Tag(11+i), data))
+	}
+	time.Sleep(300 * time.Millisecond)
+	for i, size := range sizes {
+		st, err := th.Probe(ctx, dst, pcor.Tag(11+i))
+		if err != nil {
+			t.Fatalf("probe of the echo of %d B: %v", size, err)
+		}
+		if st.Len != size {
+			t.Fatalf("probe of the echo of %d B says %d B", size, st.Len)
+		}
+		m, err := th.Recv(ctx, dst, pcor.Tag(11+i))
+		if err != nil {
+			t.Fatalf("echo of %d B: %v", size, err)
+		}
+		if !bytes.Equal(m.Data, datas[i]) {
+			t.Fatalf("echo of %d B differs", size)
+		}
+	}
+	for i, s := range sends {
+		if err := s.Wait(ctx); err != nil {
+			t.Fatalf("send of %d B: %v", sizes[i], err)
+		}
+	}
+	// A receive cancelled before its message comes leaves the message
+	// to the next receive.
+	r := th.Irecv(dst, 21, nil)
+	r.Cancel()
+	if err := r.Wait(ctx); !errors.Is(err, pcor.ErrCanceled) {
+		t.Fatalf("cancelled receive: %v, want ErrCanceled", err)
+	}
+	data := randomBytes(2<<20, 21)
+	s := th.Isend(dst, 21, data)
+	time.Sleep(100 * time.Millisecond)
+	s.Cancel() // the announcement has left: no effect
+	m, err := th.Recv(ctx, dst, 21)
+	if err != nil {
+		t.Fatalf("echo after the cancels: %v", err)
+	}
+	if !bytes.Equal(m.Data, data) {
+		t.Fatal("echo after the cancels differs")
+	}
+	if err := s.Wait(ctx); err != nil {
+		t.Fatalf("a send cancelled after its announcement left: %v, want success", err)
+	}
+	after := n.RendezvousStats()
+	big := 0
+	for _, size := range append(sizes, len(data)) {
+		if size >= 32<<10 {
+			big++
+		}
+	}
+	if got := after.Announced - before.Announced; got != uint64(big) {
+		t.Fatalf("%d messages announced, want %d", got, big)
+	}
+	if got := after.Read - before.Read; got != uint64(big) {
+		t.Fatalf("%d messages read, want %d", got, big)
+	}
+	if err := th.Send(ctx, dst, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("peer: %v", err)
 	}
 }

@@ -2,12 +2,20 @@ package rdma
 
 import "github.com/pcor-go/pcor/fabric"
 
-// Caps: the RC transport checks every packet with its invariant CRC, the
-// port reads peers' exposed memory (RemoteReader), and it learns within
-// seconds that a peer is gone (it says so as it closes, it stops answering
-// the keep-alive, or a work request to it fails). Datagrams are not promised: a send to a peer
-// being connected or retired is dropped.
-func (p *Port) Caps() fabric.Caps { return fabric.Protected | fabric.RemoteMemory | fabric.PeerLost }
+// Caps: datagrams to a peer travel on one RC queue pair for as long as it
+// lives, which delivers each once and in order, and the transport checks
+// every packet with its invariant CRC (Reliable, Protected; the engine
+// then runs no acknowledgements, retransmissions or body checksums of its
+// own). A datagram the port cannot deliver (the peer cannot be connected,
+// or its queue pair failed) is reported through OnPeerLost. The port
+// reads peers' exposed memory (RemoteReader), holds back a peer's
+// datagrams when the receiver has no room (Holder), tells a sender when
+// its datagrams have reached the peer (Flusher), and learns within a
+// second that a peer is gone (it says so as it closes, the keep-alive READ
+// fails, or a work request to it fails).
+func (p *Port) Caps() fabric.Caps {
+	return fabric.Reliable | fabric.Protected | fabric.RemoteMemory | fabric.PeerLost
+}
 
 // OnPeerLost registers f to be told of each peer the port retires.
 func (p *Port) OnPeerLost(f func(fabric.Endpoint)) { p.lost.Store(&f) }

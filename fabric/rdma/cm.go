@@ -200,6 +200,7 @@ func (p *Port) cmHandle(m cmMsg) {
 	if c != nil && (c.dead.Load() || c.to != m.from || (c.rem != m.qp.QPN && !(c.rem == 0 && m.kind == cmPing))) {
 		c = nil
 	}
+	connected := c != nil && c.rem != 0
 	p.mu.Unlock()
 	switch m.kind {
 	case cmPing:
@@ -208,6 +209,9 @@ func (p *Port) cmHandle(m cmMsg) {
 			return
 		}
 		c.heard.Store(time.Now().UnixNano())
+		if connected {
+			c.confirmed.Store(true) // the peer pings once its side is up
+		}
 		p.cmSend(m.from, &cmMsg{kind: cmPong, qp: c.localQP(), peer: m.qp.QPN})
 	case cmPong:
 		if c != nil {
@@ -245,12 +249,10 @@ func (p *Port) cmAccept(m cmMsg) {
 		c.heard.Store(time.Now().UnixNano())
 		p.mu.Lock()
 		c.rem = m.qp.QPN
-		// Become the route to the dialer, so that a reply sent as soon as
-		// the dialer's first datagram arrives reuses this QP instead of
-		// dialing back.
-		if old := p.conns[c.ep]; old == nil || old.dead.Load() {
-			p.conns[c.ep] = c
-		}
+		c.since = time.Now()
+		// Once confirmed (the dialer's first datagram or PING), it
+		// becomes the route to the dialer if there is none (connFor), so
+		// that a reply reuses this QP instead of dialing back.
 		p.stats.connects.Add(1)
 	}
 	dead := c.dead.Load()
@@ -299,8 +301,10 @@ func (p *Port) dial(c *conn, ep string) error {
 				return err
 			}
 			c.heard.Store(time.Now().UnixNano())
+			c.confirmed.Store(true) // the REP comes once the peer is ready
 			p.mu.Lock()
 			c.rem = m.qp.QPN
+			c.since = time.Now()
 			p.mu.Unlock()
 			p.stats.connects.Add(1)
 			return nil
@@ -367,8 +371,11 @@ func (p *Port) holdsFromLocked(c *conn) bool {
 			return true
 		}
 	}
-	for _, idx := range p.lent {
-		if p.recvOwner[idx] == c {
+	if len(c.held) > 0 {
+		return true
+	}
+	for _, r := range p.lent {
+		if r.idx >= 0 && p.recvOwner[r.idx] == c {
 			return true
 		}
 	}
@@ -391,15 +398,23 @@ func (p *Port) drainedGoneLocked() (done []*conn) {
 	return done
 }
 
-// keepAlive pings every connected peer and fails those that have not
-// answered for Config.PeerTimeout.
+// unconfirmedGrace is how long after accepting a peer's REQ the port
+// waits for the peer to show its side up (a PING or a datagram) before it
+// watches the peer with keep-alive READs anyway: a peer that dials and
+// dies at once is found lost too.
+const unconfirmedGrace = time.Second
+
+// keepAlive checks every connected peer: a keep-alive READ (rma.go),
+// whose failure retires the peer, and a PING, which a port that no
+// longer knows the queue pair answers GONE. Peers from which nothing at
+// all came back for Config.PeerTimeout are failed.
 func (p *Port) keepAlive(now time.Time) {
 	type ping struct {
 		to udAddr
 		m  cmMsg
 	}
 	var pings []ping
-	var lost []*conn
+	var lost, live []*conn
 	p.mu.Lock()
 	for _, c := range p.all {
 		if c.dead.Load() || c.rem == 0 {
@@ -415,9 +430,13 @@ func (p *Port) keepAlive(now time.Time) {
 			lost = append(lost, c)
 			continue
 		}
+		if c.confirmed.Load() || now.Sub(c.since) > unconfirmedGrace {
+			live = append(live, c)
+		}
 		pings = append(pings, ping{c.to, cmMsg{kind: cmPing, qp: c.localQP(), peer: c.rem}})
 	}
 	p.mu.Unlock()
+	p.probe(live)
 	for _, c := range lost {
 		c.gone(fmt.Errorf("%w: no answer from %s in %v", ErrPeerLost, c.ep, p.cfg.PeerTimeout))
 	}

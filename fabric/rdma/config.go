@@ -33,21 +33,32 @@ type Config struct {
 	MaxRegions int
 
 	HandshakeTimeout time.Duration // connecting to a peer; default 5s
-	// KeepAlive is how often the port asks each connected peer whether it
-	// is still there; default 200ms. PeerTimeout is how long a peer may
-	// stay silent before it is declared lost; default 2s. (A peer that
-	// closes its port says so at once.)
+	// KeepAlive is how often the port checks each connected peer; default
+	// 100ms. The check is a zero-length RDMA READ on the peer's queue
+	// pair, which the peer's kernel answers without its process running:
+	// a live peer whose threads are starved of CPU is still answered for,
+	// and a dead one (whose queue pairs died with it) fails the READ once
+	// the transport has tried RetryCount+1 times AckTimeout (see below).
+	// PeerTimeout is a backstop: a peer from which nothing at all came
+	// back (no completion, no answer to the check, no keep-alive message)
+	// for that long is declared lost even if the transport has not given
+	// up; default 10s. (A peer that closes its port says so at once.)
 	KeepAlive    time.Duration
 	PeerTimeout  time.Duration
-	SendTimeout  time.Duration // waiting for send credit before a peer is declared dead; default 10s
+	SendTimeout  time.Duration // waiting for send credit from a peer that answers nothing before it is declared dead; default 10s
 	RetryBackoff time.Duration // after a failed connect, drop to that peer for this long; default 1s
 
-	// AckTimeout is the QP ACK timeout exponent, 4.096µs·2^n; default 16
-	// (268 ms). A dead peer is noticed through the keep-alive, so the
-	// transport timeout only has to be long enough not to fire spuriously
-	// on a busy (or emulated) host.
+	// AckTimeout is the QP ACK timeout exponent, 4.096µs·2^n; default 14
+	// (67 ms). Work outstanding to a dead peer (a read, a send, the
+	// keep-alive READ) fails after RetryCount+1 timeouts without an
+	// answer from its kernel: 470 ms with the defaults. The timer restarts
+	// with every packet that comes back, so a long READ does not need to
+	// finish within it.
 	AckTimeout uint8
-	RetryCount uint8 // transport retries; default 7
+	// RetryCount is the number of transport retries; default 6. (rxe
+	// takes 7 to mean retry forever, as the verbs do for RNRRetry: a dead
+	// peer would then never fail the work outstanding to it.)
+	RetryCount uint8
 	RNRRetry   uint8 // receiver-not-ready retries, 7 = forever; default 7
 }
 
@@ -90,10 +101,10 @@ func (c Config) withDefaults() Config {
 		c.HandshakeTimeout = 5 * time.Second
 	}
 	if c.KeepAlive <= 0 {
-		c.KeepAlive = 200 * time.Millisecond
+		c.KeepAlive = 100 * time.Millisecond
 	}
 	if c.PeerTimeout <= 0 {
-		c.PeerTimeout = 2 * time.Second
+		c.PeerTimeout = 10 * time.Second
 	}
 	if c.PeerTimeout < 4*c.KeepAlive {
 		c.PeerTimeout = 4 * c.KeepAlive
@@ -105,10 +116,10 @@ func (c Config) withDefaults() Config {
 		c.RetryBackoff = time.Second
 	}
 	if c.AckTimeout == 0 {
-		c.AckTimeout = 16
+		c.AckTimeout = 14
 	}
 	if c.RetryCount == 0 {
-		c.RetryCount = 7
+		c.RetryCount = 6
 	}
 	if c.RNRRetry == 0 {
 		c.RNRRetry = 7

@@ -22,6 +22,13 @@ type conn struct {
 	rpsn uint32
 	rem  uint32 // the peer's datagram QPN once connected (Port.mu)
 	dead atomic.Bool
+	// confirmed: the peer's queue pairs are known to be ready (this port
+	// dialed, or the peer sent on it or pinged it). Until then a conn
+	// made for a peer's REQ carries nothing: its peer may not have its
+	// REP yet, and a send or READ towards a queue pair not yet ready is
+	// retried by the transport only RetryCount times.
+	confirmed atomic.Bool
+	since     time.Time // when connected (Port.mu)
 
 	heard   atomic.Int64  // when the peer last answered (UnixNano)
 	active  atomic.Uint64 // work completed with the peer: it answers too
@@ -29,12 +36,16 @@ type conn struct {
 	goneErr error         // the peer closed: fail with this once drained (Port.rxMu)
 
 	outstanding int // posted sends not yet completed (Port.sendMu)
+	unsent      int // sends completed in error or flushed (Port.sendMu)
 	rung        bool
-	recvPosted  int // posted receives not yet completed (Port.rxMu)
+	recvPosted  int       // posted receives not yet completed (Port.rxMu)
+	holding     bool      // its datagrams are held back: not delivered, receives not reposted (Port.rxMu)
+	held        []readyDg // the datagrams held back, in order (Port.rxMu)
 
 	rmaPosted int     // reads posted on rma, not yet completed (Port.rmaMu)
 	rmaQueue  []rmaWR // reads waiting for room on rma (Port.rmaMu)
 	rmaErr    error   // why a read failed (Port.rmaMu)
+	probing   bool    // a keep-alive READ is in flight (Port.rmaMu)
 
 	failOnce sync.Once
 	err      error
@@ -49,10 +60,15 @@ type dialState struct {
 
 // connFor returns the live conn to ep, dialing it if there is none. It
 // returns nil when the peer cannot be reached now (the datagram is then
-// dropped).
+// dropped); a dial that fails reports ep lost.
 func (p *Port) connFor(ep string) *conn {
 	p.mu.Lock()
 	if c := p.conns[ep]; c != nil && !c.dead.Load() {
+		p.mu.Unlock()
+		return c
+	}
+	if c := p.acceptedLocked(ep); c != nil {
+		p.conns[ep] = c
 		p.mu.Unlock()
 		return c
 	}
@@ -93,12 +109,35 @@ func (p *Port) connFor(ep string) *conn {
 		c = nil
 	} else {
 		delete(p.failed, ep)
-		p.conns[ep] = c
+		if old := p.conns[ep]; old != nil && !old.dead.Load() {
+			// The peer dialed this port meanwhile and its queue pair
+			// became the route (cmAccept), which datagrams may have
+			// taken already: keep it, so that they all go in one order.
+			// The one dialed here stays open for what the peer sends.
+			c = old
+		} else {
+			p.conns[ep] = c
+		}
 	}
 	d.c = c
 	close(d.done)
 	p.mu.Unlock()
+	if c == nil && !p.closed.Load() {
+		// What is sent there is dropped: say so, once per failed dial.
+		p.peerLost(ep)
+	}
 	return c
+}
+
+// acceptedLocked returns a live, confirmed conn made for ep's REQ, or
+// nil. It runs under p.mu.
+func (p *Port) acceptedLocked(ep string) *conn {
+	for _, c := range p.all {
+		if c.ep == ep && c.rem != 0 && !c.dead.Load() && c.confirmed.Load() {
+			return c
+		}
+	}
+	return nil
 }
 
 // newConn creates a QP in INIT with RecvPerPeer receives posted. It runs
@@ -158,6 +197,14 @@ func (c *conn) connect(qp, rma verbs.Remote) error {
 		return err
 	}
 	return c.rma.ToRTS(c.rpsn, p.cfg.AckTimeout, p.cfg.RetryCount, p.cfg.RNRRetry)
+}
+
+// failure is why c failed, or nil.
+func (c *conn) failure() error {
+	if c.dead.Load() {
+		return c.err // set before dead
+	}
+	return nil
 }
 
 func (c *conn) localQP() verbs.Remote {

@@ -8,9 +8,16 @@
 // learn from the directory and no listening socket. The first Send to an
 // endpoint sends it a request with this side's queue pairs; the peer
 // brings its own to RTS and answers with them, as rdma_cm does over its
-// own datagrams. Connected peers ping each other every Config.KeepAlive: a
-// peer silent for Config.PeerTimeout, or one that says it closed, is
-// retired, and datagrams to it are dropped and counted.
+// own datagrams. A peer's datagrams travel on one RC queue pair, which
+// delivers them once and in order, so the port is reliable
+// (fabric.Reliable): pcor runs no acknowledgements of its own over it, and
+// a receiver with no room holds a sender back (fabric.Holder) by not
+// reposting its receives. Every Config.KeepAlive each side reads zero
+// bytes from the other, a READ the peer's kernel answers: a peer whose
+// queue pairs died with its process fails it, or any work outstanding to
+// it, within a second; a peer that says it closed is retired at once, and
+// datagrams to a lost peer are dropped, counted and reported
+// (OnPeerLost).
 //
 // Receive buffers come from a registered pool of 64 KiB buffers; each
 // peer QP keeps Config.RecvPerPeer of them posted, and a consumed buffer is
@@ -21,5 +28,6 @@
 // second scatter/gather element without copying it.
 //
 // The package is layered in small files: config.go, pool.go, handshake.go,
-// cm.go, conn.go, port.go, send.go, recv.go, rma.go and regcache.go.
+// cm.go, conn.go, port.go, send.go, recv.go, hold.go, rma.go and
+// regcache.go.
 package rdma

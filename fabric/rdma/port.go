@@ -51,6 +51,8 @@ type Stats struct {
 	Foreign          uint64 // connection-manager messages of another job, dropped (a REQ is answered REJ)
 	ZeroCopy         uint64 // datagrams sent with the body read in place
 	Yields           uint64 // empty Polls that gave the CPU up (sched_yield)
+	Held             uint64 // datagrams given back by the receiver (Hold), with those after them
+	KeepAlives       uint64 // keep-alive READs answered
 	Connects         uint64 // queue pairs brought to RTS (both directions)
 	PeerFailures     uint64 // peers lost (queue pairs failed)
 	Retired          uint64 // failed queue pairs destroyed
@@ -58,7 +60,7 @@ type Stats struct {
 }
 
 type stats struct {
-	sent, received, dropped, cmDropped, foreign, zeroCopy, yields, connects, peerFailures, retired, handshakeFailures atomic.Uint64
+	sent, received, dropped, cmDropped, foreign, zeroCopy, yields, held, keepAlives, connects, peerFailures, retired, handshakeFailures atomic.Uint64
 }
 
 // Port is a fabric.Port over RC queue pairs, one per peer.
@@ -101,15 +103,18 @@ type Port struct {
 	recvOwner   []*conn
 	ready       []readyDg
 	readyBuf    []readyDg
-	lent        []int
+	lent        []readyDg // the last batch handed out (idx -1: held)
 	rxConns     []*conn
 	starved     int
-	pendingGone []*conn // peers that closed, whose datagrams are not all handled
+	pendingGone []*conn      // peers that closed, whose datagrams are not all handled
+	holding     atomic.Int32 // conns holding datagrams back (hold.go)
 	rxErr       error
 	recvWC      []verbs.WC
 
 	sendMu    sync.Mutex // send pool, SQ posting, send CQ
 	sendOwner []*conn
+	sendSeq   []uint64         // sends posted from each send buffer
+	sentTo    map[string]*conn // the conn that carried the last send to each endpoint (Taken)
 	sendWC    []verbs.WC
 
 	recvMu    sync.Mutex // the consumer: Receive/Poll, idleSince
@@ -122,6 +127,7 @@ type Port struct {
 	rmaCQ   *verbs.CQ
 	rmaMu   sync.Mutex // rmaOps, rmaNext, conn.rmaPosted, conn.rmaQueue, conn.rmaErr, posting on rma QPs
 	rmaOps  map[uint64]*rmaOp
+	probes  map[uint64]*conn // keep-alive READs in flight
 	rmaNext uint64
 
 	deadConns atomic.Int64 // failed conns not yet retired
@@ -180,6 +186,8 @@ func Listen(cfg Config) (p *Port, err error) {
 	p.readyBuf = make([]readyDg, 0, cfg.RecvBuffers)
 	p.ready = p.readyBuf
 	p.sendOwner = make([]*conn, cfg.SendBuffers)
+	p.sendSeq = make([]uint64, cfg.SendBuffers)
+	p.sentTo = map[string]*conn{}
 	p.sendWC = make([]verbs.WC, 64)
 	p.recvWC = make([]verbs.WC, 64)
 	if p.recvCQ, err = p.ctx.CreateCQ(cfg.RecvBuffers+16, true); err != nil {
@@ -192,6 +200,7 @@ func Listen(cfg Config) (p *Port, err error) {
 		return nil, err
 	}
 	p.rmaOps = map[uint64]*rmaOp{}
+	p.probes = map[uint64]*conn{}
 	limit := cfg.MaxRegions
 	if attr, err := p.ctx.QueryDevice(); err == nil && attr.MaxMR > 0 {
 		// Leave room for the pools and Alloc'd regions.
@@ -235,7 +244,7 @@ func (p *Port) Stats() Stats {
 	s := &p.stats
 	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), CMDropped: s.cmDropped.Load(),
 		Foreign:  s.foreign.Load(),
-		ZeroCopy: s.zeroCopy.Load(), Yields: s.yields.Load(), Connects: s.connects.Load(), PeerFailures: s.peerFailures.Load(), Retired: s.retired.Load(),
+		ZeroCopy: s.zeroCopy.Load(), Yields: s.yields.Load(), Held: s.held.Load(), KeepAlives: s.keepAlives.Load(), Connects: s.connects.Load(), PeerFailures: s.peerFailures.Load(), Retired: s.retired.Load(),
 		HandshakeFailure: s.handshakeFailures.Load()}
 }
 

@@ -228,10 +228,17 @@ func TestPortPeerKilled(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// The next Send destroys the failed QP, now that its work is done.
-	send(10000)
-	if st := p.Stats(); st.Retired < 1 {
-		t.Fatalf("failed QP not retired: %+v", st)
+	// A Send destroys the failed QPs once their work is done (the
+	// keep-alive READ in flight is flushed too).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		send(10000)
+		st := p.Stats()
+		if st.Retired >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("failed QP not retired: %+v", st)
+		}
 	}
 	// A Receive blocked on a port with a dead peer ends with Close.
 	p.Close()

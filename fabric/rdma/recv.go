@@ -80,11 +80,15 @@ func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
 		if n := p.deliver(msgs); n > 0 {
 			return n, nil
 		}
-		err := p.recvCQ.Wait(time.Time{})
+		var wake time.Time
+		if p.holding.Load() > 0 {
+			wake = time.Now().Add(holdWake) // Resume raises no event
+		}
+		err := p.recvCQ.Wait(wake)
 		if p.closed.Load() || errors.Is(err, os.ErrClosed) {
 			return 0, fabric.ErrClosed
 		}
-		if err != nil {
+		if err != nil && !errors.Is(err, verbs.ErrTimeout) {
 			return 0, err
 		}
 	}
@@ -124,13 +128,12 @@ func (p *Port) pollIdle(empty bool) {
 func (p *Port) deliver(msgs [][]byte) int {
 	p.rxMu.Lock()
 	failed := p.pumpRecvLocked()
-	n := 0
-	for n < len(msgs) && len(p.ready) > 0 {
-		r := p.ready[0]
-		p.ready = p.ready[1:]
-		msgs[n] = p.recv.buf(r.idx)[:r.n]
-		p.lent = append(p.lent, r.idx)
-		n++
+	n := min(len(msgs), len(p.ready))
+	p.lent = append(p.lent, p.ready[:n]...)
+	p.ready = p.ready[n:]
+	p.groupLocked(p.lent)
+	for i, r := range p.lent {
+		msgs[i] = p.recv.buf(r.idx)[:r.n]
 	}
 	if len(p.ready) == 0 {
 		p.ready = p.readyBuf[:0]
@@ -144,9 +147,11 @@ func (p *Port) deliver(msgs [][]byte) int {
 // releaseLentLocked returns the buffers handed out by the previous call to
 // the pool and tops up receive rings that ran short. Runs under rxMu.
 func (p *Port) releaseLentLocked() {
-	for _, idx := range p.lent {
-		p.recvOwner[idx] = nil
-		p.recv.put(idx)
+	for _, r := range p.lent {
+		if r.idx >= 0 {
+			p.recvOwner[r.idx] = nil
+			p.recv.put(r.idx)
+		}
 	}
 	p.lent = p.lent[:0]
 	if p.starved == 0 {
@@ -154,7 +159,7 @@ func (p *Port) releaseLentLocked() {
 	}
 	p.starved = 0
 	for _, c := range p.rxConns {
-		for !c.dead.Load() && c.recvPosted < p.cfg.RecvPerPeer {
+		for !c.dead.Load() && !c.holding && c.recvPosted < p.cfg.RecvPerPeer {
 			if !p.postRecvLocked(c) {
 				p.starved++
 				break
@@ -205,6 +210,12 @@ func (p *Port) pumpRecvLocked() (failed []*conn) {
 				continue
 			}
 			c.active.Add(1)
+			c.confirmed.Store(true)
+			if c.holding {
+				// Held back: kept in order, and no receive reposted.
+				c.held = append(c.held, readyDg{idx: idx, n: int(wc.ByteLen)})
+				continue
+			}
 			p.ready = append(p.ready, readyDg{idx: idx, n: int(wc.ByteLen)})
 			if !c.dead.Load() && !p.postRecvLocked(c) {
 				p.starved++

@@ -30,6 +30,8 @@ const (
 	rmaChunk = 4 << 20
 	// descLen is the size of a descriptor: address, length, rkey.
 	descLen = 8 + 8 + 4
+	// probeBit marks the work-request IDs of keep-alive READs.
+	probeBit = 1 << 63
 )
 
 // rmaOp is one ReadRemote: its work requests, the registration of its
@@ -219,6 +221,10 @@ func (p *Port) reapRMA() {
 // read failed (not merely flushed). p.rmaMu is held.
 func (p *Port) completeRMALocked(wcs []verbs.WC, finished []*rmaOp, failed []*conn) ([]*rmaOp, []*conn) {
 	for _, wc := range wcs {
+		if wc.WrID&probeBit != 0 {
+			failed = p.probedLocked(wc, failed)
+			continue
+		}
 		op := p.rmaOps[wc.WrID]
 		if op == nil {
 			continue
@@ -250,6 +256,71 @@ func (p *Port) completeRMALocked(wcs []verbs.WC, finished []*rmaOp, failed []*co
 		}
 	}
 	return finished, failed
+}
+
+// The keep-alive. Every Config.KeepAlive, cmLoop posts a zero-length RDMA
+// READ to each connected peer that has no read posted already. The peer's
+// kernel answers it (no thread of the peer's process takes part), so a
+// live peer is answered for however busy its process is; a killed peer's
+// queue pairs died with it, nothing answers, and the READ fails once the
+// transport has retried Config.RetryCount times after Config.AckTimeout.
+// A read posted for data watches the peer the same way.
+
+// probeLocked posts a keep-alive READ on c unless one is in flight or a
+// read is posted. p.rmaMu is held.
+func (p *Port) probeLocked(c *conn) error {
+	if c.probing || c.rmaPosted > 0 || len(c.rmaQueue) > 0 || c.dead.Load() || c.rmaErr != nil {
+		return nil
+	}
+	p.rmaNext++
+	id := p.rmaNext | probeBit
+	wr := verbs.SendWR{WrID: id, Opcode: verbs.OpRDMARead, Signaled: true}
+	if err := c.rma.PostSend(&wr); err != nil {
+		return err
+	}
+	p.probes[id] = c
+	c.probing = true
+	c.rmaPosted++
+	return c.rma.Doorbell()
+}
+
+// probedLocked accounts for the completion of a keep-alive READ. p.rmaMu
+// is held.
+func (p *Port) probedLocked(wc verbs.WC, failed []*conn) []*conn {
+	c := p.probes[wc.WrID]
+	if c == nil {
+		return failed
+	}
+	delete(p.probes, wc.WrID)
+	c.probing = false
+	c.rmaPosted--
+	switch {
+	case wc.Status == verbs.WCSuccess:
+		c.heard.Store(time.Now().UnixNano())
+		p.stats.keepAlives.Add(1)
+	case wc.Status != verbs.WCFlushErr && c.rmaErr == nil:
+		c.rmaErr = fmt.Errorf("keep-alive read: %w", &verbs.WCError{Status: wc.Status, QPNum: wc.QPNum})
+		failed = append(failed, c)
+	}
+	return failed
+}
+
+// probe posts keep-alive READs to cs.
+func (p *Port) probe(cs []*conn) {
+	var failed []*conn
+	p.rmaMu.Lock()
+	if !p.closed.Load() {
+		for _, c := range cs {
+			if err := p.probeLocked(c); err != nil && c.rmaErr == nil {
+				c.rmaErr = err
+				failed = append(failed, c)
+			}
+		}
+	}
+	p.rmaMu.Unlock()
+	for _, c := range failed {
+		c.fail(fmt.Errorf("%w: %v", ErrPeerLost, c.rmaErr))
+	}
 }
 
 // dropQueuedLocked fails the reads queued on c (never posted). p.rmaMu is

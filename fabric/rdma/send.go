@@ -16,9 +16,12 @@ import (
 // Body in Alloc'd memory becomes a second SGE and is read in place, and
 // Send then waits for those sends to complete before returning, so that
 // no slice is used after Send returns. Datagrams to an unreachable or
-// dead peer are dropped and counted (Stats.Dropped). Send blocks while
-// the peer's queue pair has Config.SendDepth sends outstanding, at most
-// Config.SendTimeout, after which the peer is declared lost.
+// dead peer are dropped and counted (Stats.Dropped), and the peer is
+// reported lost (OnPeerLost). Send blocks while the peer's queue pair has
+// Config.SendDepth sends outstanding (the peer holds its datagrams back,
+// or is slow), without holding up sends to other peers; a peer that
+// answers nothing, not even the keep-alive, for Config.SendTimeout
+// meanwhile is declared lost.
 func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 	if p.closed.Load() {
 		return 0, fabric.ErrClosed
@@ -51,10 +54,12 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 	p.reapSend()
 	p.retireDead()
 	var rung []*conn
-	var zc []int // send buffers of zero-copy sends
+	var zc []zcSend // zero-copy sends
 	for i := range dgs {
 		d, c := &dgs[i], conns[i]
 		if c == nil || c.dead.Load() {
+			// Reported lost (OnPeerLost) when its dial or its queue
+			// pair failed.
 			p.stats.dropped.Add(1)
 			continue
 		}
@@ -73,7 +78,7 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 		if mr := p.allocMR(d.Body); mr != nil {
 			sges[1] = verbs.SGEOf(mr, d.Body)
 			nsge = 2
-			zc = append(zc, idx)
+			zc = append(zc, zcSend{idx, p.sendSeq[idx] + 1})
 			p.stats.zeroCopy.Add(1)
 		} else {
 			n += copy(buf[n:], d.Body)
@@ -89,9 +94,14 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 		if err := c.qp.PostSend(&wr); err != nil {
 			p.send.put(idx)
 			p.stats.dropped.Add(1)
+			c.fail(fmt.Errorf("%w: posting a send to %s: %v", ErrPeerLost, c.ep, err))
 			continue
 		}
+		p.sendSeq[idx]++
 		p.sendOwner[idx] = c
+		if p.sentTo[c.ep] != c {
+			p.sentTo[c.ep] = c
+		}
 		c.outstanding++
 		if !c.rung {
 			c.rung = true
@@ -105,9 +115,11 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 	// Zero-copy bodies are read by the device after the doorbell: wait
 	// until those sends have completed (or failed).
 	giveUp := time.Now().Add(2 * p.cfg.SendTimeout)
-	for _, idx := range zc {
-		for p.sendOwner[idx] != nil && time.Now().Before(giveUp) {
-			c := p.sendOwner[idx]
+	for _, z := range zc {
+		// (While waitSend let go of sendMu, the slot may have completed
+		// and carried another send.)
+		for p.sendOwner[z.idx] != nil && p.sendSeq[z.idx] == z.seq && time.Now().Before(giveUp) {
+			c := p.sendOwner[z.idx]
 			if err := p.waitSend(c); err != nil {
 				if errors.Is(err, fabric.ErrClosed) {
 					return len(dgs), err
@@ -116,6 +128,13 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 		}
 	}
 	return len(dgs), nil
+}
+
+// zcSend is a posted send whose body the device reads in place: its
+// buffer and the slot's send count then.
+type zcSend struct {
+	idx int
+	seq uint64
 }
 
 // sendSlot returns a free send buffer once c has room for one more send,
@@ -162,9 +181,12 @@ func (p *Port) ring(rung *[]*conn) error {
 // completions, keeping this port's receive rings topped up meanwhile.
 const recvPumpInterval = 2 * time.Millisecond
 
-// waitSend blocks until the send CQ signals, at most SendTimeout, pumping
-// the receive side every recvPumpInterval. On timeout c is declared lost
-// (its QP goes to the error state, which flushes its sends).
+// waitSend blocks until the send CQ signals, pumping the receive side
+// every recvPumpInterval. It lets go of sendMu while it sleeps, so that
+// sends to other peers go on while c's peer holds its datagrams back. If
+// c's peer answers nothing (no completion, no keep-alive) for
+// SendTimeout, c is declared lost (its QP goes to the error state, which
+// flushes its sends). It runs under sendMu.
 func (p *Port) waitSend(c *conn) error {
 	giveUp := time.Now().Add(p.cfg.SendTimeout)
 	for {
@@ -180,16 +202,24 @@ func (p *Port) waitSend(c *conn) error {
 		}
 		now := time.Now()
 		if !now.Before(giveUp) {
-			if c != nil {
-				c.fail(fmt.Errorf("%w: no send completion from %s in %v", ErrPeerLost, c.ep, p.cfg.SendTimeout))
+			if c == nil {
+				return nil
 			}
-			return nil
+			if heard := time.Unix(0, c.heard.Load()); now.Sub(heard) < p.cfg.SendTimeout {
+				// Alive (the keep-alive is answered), but holding back.
+				giveUp = heard.Add(p.cfg.SendTimeout)
+			} else {
+				c.fail(fmt.Errorf("%w: no send completion from %s in %v", ErrPeerLost, c.ep, p.cfg.SendTimeout))
+				return nil
+			}
 		}
 		wake := now.Add(recvPumpInterval)
 		if giveUp.Before(wake) {
 			wake = giveUp
 		}
+		p.sendMu.Unlock()
 		err := p.sendCQ.Wait(wake)
+		p.sendMu.Lock()
 		switch {
 		case p.closed.Load() || errors.Is(err, os.ErrClosed):
 			return fabric.ErrClosed
@@ -220,6 +250,7 @@ func (p *Port) reapSend() int {
 				c.active.Add(1)
 			} else {
 				p.stats.dropped.Add(1)
+				c.unsent++
 				if wc.Status != verbs.WCFlushErr {
 					c.fail(fmt.Errorf("%w: %v", ErrPeerLost, &verbs.WCError{Status: wc.Status, QPNum: wc.QPNum}))
 				}
