@@ -3,11 +3,13 @@
 # the soft-RoCE (rxe) guest of ../shared/rdma-vm, and write the figures
 # with their ratios to bench/RESULTS-rdma.md.
 #
-#   bench/rdma-vm.sh [-o FILE] [-n PERFTEST_ITERS] [-i ROUNDTRIP_ITERS] [-m MODES] [-u]
+#   bench/rdma-vm.sh [-o FILE] [-n PERFTEST_ITERS] [-i ROUNDTRIP_ITERS] [-r REPS] [-w WARMUP] [-m MODES] [-u]
 #
 #   -o FILE  markdown to write (default bench/RESULTS-rdma.md; - for stdout only)
 #   -n N     ib_send_lat / ib_write_bw iterations (default 1000)
-#   -i N     bench roundtrip timed round trips per size (default 300)
+#   -i N     bench roundtrip timed round trips per size, over all repetitions (default 300)
+#   -r N     bench repetitions per point, interleaved (default 3: median and spread of 3)
+#   -w N     bench untimed messages before each measurement (default 10)
 #   -m MODES pcor dispatcher modes of the RDMA runs (default blocking,polling)
 #   -u       skip the UDP runs of the same bench commands
 #
@@ -27,16 +29,20 @@ VM=$(dirname "${PCOR_RDMA_VM:-$ROOT/../shared/rdma-vm/run.sh}")
 OUT=$ROOT/bench/RESULTS-rdma.md
 PT_ITERS=1000
 RT_ITERS=300
+REPS=3
+WARMUP=10
 MODES=blocking,polling
 UDP=1
-while getopts "o:n:i:m:uh" opt; do
+while getopts "o:n:i:r:w:m:uh" opt; do
 	case $opt in
 	o) OUT=$OPTARG ;;
 	n) PT_ITERS=$OPTARG ;;
 	i) RT_ITERS=$OPTARG ;;
+	r) REPS=$OPTARG ;;
+	w) WARMUP=$OPTARG ;;
 	m) MODES=$OPTARG ;;
 	u) UDP=0 ;;
-	*) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
+	*) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
 	esac
 done
 
@@ -50,8 +56,9 @@ cp "$VM/examples/perftest-loopback.sh" "$work/"
 
 # bench writes its tables to stdout; stderr goes to a file (no progress line
 # on the serial console) and is shown only when the command fails.
-b() { echo "### bench $*"; echo "\$ ./bench $*"; ./bench "$@" 2>/tmp/bench.err || { echo "!!! bench $* failed:"; cat /tmp/bench.err; }; }
+b() { echo "### bench $*"; echo "\$ ./bench $*"; ./bench "$@" $BENCH_OPTS 2>/tmp/bench.err || { echo "!!! bench $* failed:"; cat /tmp/bench.err; }; }
 guest="cd /payload
+BENCH_OPTS='--reps $REPS --warmup $WARMUP'
 $(declare -f b)
 echo \"### host load: $(cut -d' ' -f1-3 /proc/loadavg)\"
 sh ./perftest-loopback.sh -n $PT_ITERS
@@ -69,11 +76,13 @@ fi
 
 log=${RDMA_VM_LOG:-/tmp/bench-rdma-vm.log}
 status=0
+start=$(date +%s)
 "$VM/run.sh" -m 2G -t "${RDMA_VM_TIMEOUT:-900}" -f "$work/perftest-loopback.sh" -f "$work/bench" -- "$guest" | tee "$log" || status=$?
 if [ "$status" != 0 ]; then
 	echo "rdma-vm.sh: guest run failed (status $status)" >&2
 	exit "$status"
 fi
+echo "rdma-vm.sh: guest run took $(($(date +%s) - start)) s" >&2
 grep -q '^!!!' "$log" && { echo "rdma-vm.sh: a command failed in the guest (lines starting with !!! above)" >&2; exit 1; }
 
 # summarize pulls the figures out of the guest log and writes the markdown.
