@@ -97,12 +97,15 @@ func loadRuns(dir string, fitN int) ([]Samples, error) {
 //     the plate's bytes (the seed's (p−1)·(a + b·m), m = B/(p−1));
 //   - iterations: the workers are kept in step by the halo exchange, so
 //     each waits for the slowest. That worker's wall time per iteration is
-//     its CPU time for one (its sweep of x points and its two exchanges:
-//     a_p + b_p·x) over the share of a CPU it gets (s_p: its quota, or
-//     less when the p processes and the machine's other work want more
-//     than its two CPUs), both measured per process count on the fitted
-//     plates: the CPU time per point grows with the processes sharing the
-//     two CPUs and their caches (about 1.5 ns at p ≤ 6, 2 ns at p = 7);
+//     its CPU time for one, C(x, p) = a + c·p + b·x (its sweep of x points
+//     at b each, and its two exchanges, whose waits spin longer the more
+//     processes share the two CPUs), over the share s_p of a CPU it gets
+//     (its quota, or less when the p processes and the machine's other
+//     work want more than the two CPUs), measured per process count on the
+//     fitted plates. Fitted per process count as a_p + b_p·x, the CPU
+//     time's worst error on the large plates was 31-36% in three runs at
+//     load 15-34, against 23-26% (the small plates' exchanges, which the
+//     machine's load makes noisy, weighing on each slope alone);
 //   - collect: the rest of a solve (the workers' unpacking and packing and
 //     the return of the blocks), in the same form as the scatter.
 //
@@ -127,15 +130,18 @@ func commArg(n, p float64) (float64, float64) { return 8 * n * n, p - 1 }
 // workers.
 func points(n, p float64) float64 { return n * math.Ceil(n/(p-1)) }
 
-func cpuName(p int) string   { return fmt.Sprintf("%s/p=%d", regCPU, p) }
+// cpuForm is the slowest worker's CPU time per iteration, a + c·p + b·x,
+// evaluated at (x, p).
+var cpuForm = perfmodel.Form{{}, {P: 1}, {N: 1}}
+
 func shareName(p int) string { return fmt.Sprintf("share/p=%d", p) }
 
 // program composes the region models of process count p into the solver's
 // model:
 //
-//	T(N) = T_scatter(8N², p−1) + I·C_p(x)/s_p + T_collect(8N², p−1)
+//	T(N) = T_scatter(8N², p−1) + I·C(x, p)/s_p + T_collect(8N², p−1)
 //
-// with C_p the slowest worker's CPU time per iteration and s_p its share
+// with C the slowest worker's CPU time per iteration and s_p its share
 // of a CPU.
 func program(set *perfmodel.Set, iters, p int) (*perfmodel.Program, error) {
 	sc, err := set.Get(regScatter)
@@ -146,7 +152,7 @@ func program(set *perfmodel.Set, iters, p int) (*perfmodel.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	cpu, err := set.Get(cpuName(p))
+	cpu, err := set.Get(regCPU)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +166,7 @@ func program(set *perfmodel.Set, iters, p int) (*perfmodel.Program, error) {
 	}
 	return &perfmodel.Program{Parts: []perfmodel.Part{
 		{Name: regScatter, Model: sc, Arg: commArg},
-		{Name: "iterations", Model: cpu, Arg: func(n, p float64) (float64, float64) { return points(n, p), 0 },
+		{Name: "iterations", Model: cpu, Arg: func(n, p float64) (float64, float64) { return points(n, p), p },
 			Count: func(float64, float64) float64 { return float64(iters) / s }},
 		{Name: regCollect, Model: co, Arg: commArg},
 	}}, nil
@@ -174,7 +180,7 @@ var sampleRule = perfmodel.Rule{}
 func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (*perfmodel.Set, []int, error) {
 	set := &perfmodel.Set{Observations: map[string][]perfmodel.Observation{}}
 	comm := map[string][]perfmodel.Sample{}
-	cpu := map[int][]perfmodel.Sample{}
+	var cpu []perfmodel.Sample
 	share := map[int][]perfmodel.Sample{}
 	var ps []int
 	for _, r := range runs {
@@ -190,10 +196,7 @@ func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (
 				comm[name] = append(comm[name], s)
 			}
 		}
-		for _, s := range r.Regions[regCPU] {
-			s.P = 0
-			cpu[r.P] = append(cpu[r.P], s)
-		}
+		cpu = append(cpu, r.Regions[regCPU]...)
 		walls := r.Regions[regWall]
 		for i, s := range r.Regions[regCPU] {
 			if i < len(walls) && walls[i].T > 0 {
@@ -223,10 +226,12 @@ func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (
 			return nil, nil, err
 		}
 	}
+	// Absolute residuals: the large blocks, whose CPU time is mostly the
+	// sweep, weigh most.
+	if err := fit(regCPU, cpuForm, cpu, perfmodel.Absolute); err != nil {
+		return nil, nil, err
+	}
 	for _, p := range ps {
-		if err := fit(cpuName(p), perfmodel.Linear(), cpu[p], perfmodel.Relative); err != nil {
-			return nil, nil, err
-		}
 		// The share is a constant: the mean of the solves' shares the
 		// rule keeps, each solve an observation.
 		var ts []float64
@@ -290,7 +295,7 @@ func analyzeRuns(in, out, fitList string) error {
 	if fitN > 0 {
 		fitDesc = fmt.Sprintf("plates N ≤ %d (every process count)", fitN)
 	}
-	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped; the slowest worker's CPU time per iteration by its points x, and its share of a CPU, per process count). The scatter and the collection are printed in n = B, the plate's bytes 8N², and p = the p−1 blocks; the CPU time per iteration in n = x:\n\n", fitDesc, 3.0)
+	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped; the slowest worker's CPU time per iteration by its points x and p, and its share of a CPU per process count). The scatter and the collection are printed in n = B, the plate's bytes 8N², and p = the p−1 blocks; the CPU time per iteration in n = x:\n\n", fitDesc, 3.0)
 	set, ps, err := fitRegions(runs, fitted, &b)
 	if err != nil {
 		return err
@@ -301,7 +306,7 @@ func analyzeRuns(in, out, fitList string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(&b, "\nProgram model: T(N,p) = T_scatter(8N², p−1) + %d·C_p(x)/s_p + T_collect(8N², p−1), x = N·⌈N/(p−1)⌉\n\n", iters)
+	fmt.Fprintf(&b, "\nProgram model: T(N,p) = T_scatter(8N², p−1) + %d·C(x,p)/s_p + T_collect(8N², p−1), x = N·⌈N/(p−1)⌉\n\n", iters)
 
 	// The Table 1 analogue: every (N, p) run not used in the fit. The
 	// measured time is the median of the solves, with their range and
@@ -352,7 +357,7 @@ func analyzeRuns(in, out, fitList string) error {
 			cell := func(pred, m float64) string { return fmt.Sprintf(" %.4g / %.4g (%+.0f%%) |", pred, m, 100*(pred-m)/m) }
 			fmt.Fprintf(&regionRows, "| %.0f | %.0f |", o.N, o.P)
 			regionRows.WriteString(cell(set.Models[regScatter].Predict(bn, bp).T, medianOf(r.Regions[regScatter], o.N, o.P, 0)))
-			c := set.Models[cpuName(r.P)].Predict(x, 0).T
+			c := set.Models[regCPU].Predict(x, o.P).T
 			regionRows.WriteString(cell(c, medianOf(r.Regions[regCPU], x, o.P, o.N)))
 			regionRows.WriteString(cell(c/set.Models[shareName(r.P)].Predict(0, 0).T, medianOf(r.Regions[regWall], x, o.P, o.N)))
 			regionRows.WriteString(cell(set.Models[regCollect].Predict(bn, bp).T, medianOf(r.Regions[regCollect], o.N, o.P, 0)))

@@ -71,7 +71,7 @@ func TestProgramComposition(t *testing.T) {
 	set := &perfmodel.Set{}
 	set.Put(regScatter, &perfmodel.Model{Form: commForm, Coef: []float64{1e-3, 1e-9}})
 	set.Put(regCollect, &perfmodel.Model{Form: commForm, Coef: []float64{2e-3, 3e-9}})
-	set.Put(cpuName(3), &perfmodel.Model{Form: perfmodel.Linear(), Coef: []float64{1e-4, 2e-9}})
+	set.Put(regCPU, &perfmodel.Model{Form: cpuForm, Coef: []float64{1e-4, 3e-5, 2e-9}})
 	set.Put(shareName(3), &perfmodel.Model{Form: perfmodel.Form{{}}, Coef: []float64{0.25}})
 	pg, err := program(set, 10, 3)
 	if err != nil {
@@ -79,7 +79,7 @@ func TestProgramComposition(t *testing.T) {
 	}
 	n, p := 100.0, 3.0
 	x, bytes := n*50, 8*n*n
-	want := (2*1e-3 + 1e-9*bytes) + 10*(1e-4+2e-9*x)/0.25 + (2*2e-3 + 3e-9*bytes)
+	want := (2*1e-3 + 1e-9*bytes) + 10*(1e-4+3e-5*p+2e-9*x)/0.25 + (2*2e-3 + 3e-9*bytes)
 	if got := pg.Predict(n, p).T; math.Abs(got-want) > 1e-12 {
 		t.Fatalf("program %v, want %v", got, want)
 	}
