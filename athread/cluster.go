@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -26,6 +27,10 @@ const (
 	// hungryFor is how long a thief told there was no work is remembered
 	// as wanting some.
 	hungryFor = 50 * time.Millisecond
+	// heldFor is how long a thief counts on a victim that told it there
+	// was no work to hand it the next thread it offers (a margin below
+	// hungryFor for the answer's way back and the thief's own delays).
+	heldFor = hungryFor * 4 / 5
 )
 
 // origin is where a thread that came from another process must send its
@@ -58,7 +63,8 @@ type cluster struct {
 	out    chan posted
 	eps    sync.Pool // *pcor.Thread of the service thread, one per sending goroutine at a time
 	want   chan struct{}
-	replyc chan uint32 // steal request answered (seq): got a task or not
+	replyc chan uint32   // steal request answered (seq): got a task or not
+	fed    chan struct{} // a thread came from another process
 	done   chan struct{}
 	doneMu sync.Once
 
@@ -67,6 +73,7 @@ type cluster struct {
 	outst     map[uint64]*task
 	nextKey   uint64
 	hungry    map[pcor.ProcID]time.Time // thieves told there was no work, and when
+	heldBy    map[pcor.ProcID]time.Time // victims holding this process as hungry, since when
 	traceFrom map[pcor.ProcID][]chromeEvent
 	traceWait chan pcor.ProcID
 
@@ -80,7 +87,8 @@ type cluster struct {
 func newCluster(ctx context.Context, rt *Runtime) (*cluster, error) {
 	c := &cluster{rt: rt, node: rt.node, svc: rt.cfg.ServiceThread, pol: rt.cfg.Policy,
 		out: make(chan posted, 1024), want: make(chan struct{}, 1), replyc: make(chan uint32, 16),
-		done: make(chan struct{}), outst: map[uint64]*task{}, hungry: map[pcor.ProcID]time.Time{},
+		fed: make(chan struct{}, 1), done: make(chan struct{}), outst: map[uint64]*task{},
+		hungry: map[pcor.ProcID]time.Time{}, heldBy: map[pcor.ProcID]time.Time{},
 		traceFrom: map[pcor.ProcID][]chromeEvent{}, traceWait: make(chan pcor.ProcID, 64)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.eps.New = func() any { return c.node.Thread(c.svc) }
@@ -309,6 +317,7 @@ func (c *cluster) peerDown(p pcor.ProcID, why error) {
 		c.procs = slices.Delete(c.procs, i, i+1)
 	}
 	delete(c.hungry, p)
+	delete(c.heldBy, p)
 	var lost []*task
 	for k, t := range c.outst {
 		if t.at == p {
@@ -335,7 +344,9 @@ func (c *cluster) lose(p pcor.ProcID, lost []*task, why error) {
 			t.key = 0
 			t.state.Store(stateReady)
 			c.rt.pool.put(t)
-			c.rt.wakeOne()
+			if !c.feedHungry() {
+				c.rt.wakeOne()
+			}
 			continue
 		}
 		name := ""
@@ -470,7 +481,12 @@ func (c *cluster) wantWork() {
 // thief asks other processes for work while this process has idle VPs
 // and nothing to run: one request at a time, waiting for each answer,
 // except the asynchronous ones of an AsyncPolicy (one outstanding at a
-// time).
+// time). Once every other process has answered that it has no work and
+// holds this one as hungry, asking again finds nothing they would not
+// hand over unasked: the thief then waits for a thread to come (or for
+// the first of them to forget it) rather than asking every millisecond,
+// whose messages and wake-ups take the CPUs from the processes that have
+// the work.
 func (c *cluster) thief() {
 	defer c.wg.Done()
 	t := c.node.Thread(c.svc)
@@ -518,17 +534,43 @@ func (c *cluster) thief() {
 					continue
 				}
 			}
+			wait := backoff
+			if until, ok := c.heldByAll(); ok {
+				wait = max(wait, time.Until(until))
+			}
 			select {
 			case s := <-c.replyc:
 				async.answered(s)
 				continue
-			case <-time.After(backoff):
+			case <-c.fed:
+				continue
+			case <-time.After(wait):
 			case <-c.ctx.Done():
 				return
 			}
 			backoff = min(2*backoff, maxBackoff)
 		}
 	}
+}
+
+// heldByAll reports whether every other live process holds this one as
+// hungry, and until when the thief may count on all of them.
+func (c *cluster) heldByAll() (until time.Time, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range c.procs {
+		if p == c.rt.proc {
+			continue
+		}
+		since, held := c.heldBy[p]
+		if !held {
+			return time.Time{}, false
+		}
+		if u := since.Add(heldFor); until.IsZero() || u.Before(until) {
+			until = u
+		}
+	}
+	return until, !until.IsZero() && time.Now().Before(until)
 }
 
 // outstanding is the thief's asynchronous request, if any (seq 0: none).
@@ -649,13 +691,19 @@ func (c *cluster) handle(m pcor.Message) {
 			c.hungry[req.thief] = time.Now()
 			c.mu.Unlock()
 		}
-		c.send(req.thief, tagNoWork, binary.LittleEndian.AppendUint32(nil, req.seq))
+		c.send(req.thief, tagNoWork, noWork{seq: req.seq, held: !req.async}.append(nil))
 	case tagNoWork:
-		if len(m.Data) != 4 {
+		var nw noWork
+		if nw.decode(m.Data) != nil {
 			c.malformed.Add(1)
 			return
 		}
-		c.answered(binary.LittleEndian.Uint32(m.Data), false)
+		if nw.held {
+			c.mu.Lock()
+			c.heldBy[m.Src.Proc] = time.Now()
+			c.mu.Unlock()
+		}
+		c.answered(nw.seq, false)
 	case tagTask:
 		var tm taskMsg
 		if tm.decode(m.Data) != nil {
@@ -726,6 +774,15 @@ func (c *cluster) accept(tm taskMsg) {
 		defer c.answered(tm.seq, true)
 		c.stealsGot.Add(1)
 	}
+	// The owner forgot this process as hungry when it handed the thread
+	// over; the thief, if waiting, looks again.
+	c.mu.Lock()
+	delete(c.heldBy, tm.owner)
+	c.mu.Unlock()
+	select {
+	case c.fed <- struct{}{}:
+	default:
+	}
 	if int(tm.fn) >= len(rt.funcs) {
 		fail(fmt.Errorf("athread: no function %d", tm.fn))
 		return
@@ -755,6 +812,11 @@ func (c *cluster) accept(tm taskMsg) {
 		return
 	}
 	rt.inject(t)
+	// The VP just woken is queued on this goroutine's processor: let it
+	// run the thread now rather than wait for another OS thread to take
+	// it from there (a wake-up of its own, milliseconds on a loaded
+	// machine); this goroutine goes on receiving once a processor is free.
+	runtime.Gosched()
 }
 
 // reply sends the outcome of a thread that came from another process back

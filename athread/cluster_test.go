@@ -3,6 +3,7 @@ package athread
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -310,5 +311,48 @@ func TestNoHandOutToLostProcess(t *testing.T) {
 	}
 	if g := rts[0].Counters().Given; g != 0 {
 		t.Fatalf("%d threads handed to a lost process", g)
+	}
+}
+
+// An idle process that every other process holds as hungry (each answered
+// its request with no work and will hand it the next thread it offers)
+// stops asking every millisecond and waits; a thread offered then still
+// reaches it unasked.
+func TestHeldThiefWaits(t *testing.T) {
+	reg := NewRegistry()
+	ran := make(chan pcor.ProcID, 1)
+	f := RegisterIn(reg, "where", func(ctx context.Context, n int) (int, error) {
+		ran <- Proc(ctx)
+		return n, nil
+	}, Fixed[int](), Fixed[int]())
+	rts := pair(t, reg, nil)
+	const idle = 300 * time.Millisecond
+	time.Sleep(idle)
+	for i, rt := range rts {
+		// Asking every millisecond (or less often, when each request
+		// takes long) made hundreds; waiting while held, a few per
+		// heldFor.
+		if n := rt.Counters().RemoteStealsTried; n > 3*uint64(idle/heldFor)+10 {
+			t.Errorf("process %d, idle %v, asked for work %d times", i, idle, n)
+		}
+	}
+	// Process 1 waits, held by process 0: a thread process 0 offers goes
+	// to it. Process 0's VP is kept busy until then.
+	ctx, cancel := context.WithTimeout(rts[0].Context(), 20*time.Second)
+	defer cancel()
+	root := Go(ctx, func(ctx context.Context) (int, error) {
+		h := Create(ctx, f, 7)
+		select {
+		case p := <-ran:
+			if p != 1 {
+				return 0, fmt.Errorf("the thread ran in process %d", p)
+			}
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		return h.Join(ctx)
+	})
+	if n, err := root.Join(ctx); n != 7 || err != nil {
+		t.Fatalf("got %d, %v", n, err)
 	}
 }

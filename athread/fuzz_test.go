@@ -17,7 +17,7 @@ func FuzzMessages(f *testing.F) {
 	f.Add(uint8(tagTask)<<1|1, taskMsg{owner: 1, key: 9, seq: 2, fn: 0, depth: 3, cost: 5, flags: flagIdempotent, in: []byte{1, 2, 3, 4, 5, 6, 7, 8}}.append(nil))
 	f.Add(uint8(tagTask)<<1|1, taskMsg{owner: 1, key: 9, fn: 7, in: []byte{1}}.append(nil))
 	f.Add(uint8(tagResult)<<1|1, resultMsg{key: 4, status: resultErr, payload: []byte("bad")}.append(nil))
-	f.Add(uint8(tagNoWork)<<1|1, []byte{1, 0, 0, 0})
+	f.Add(uint8(tagNoWork)<<1|1, noWork{seq: 1, held: true}.append(nil))
 	f.Add(uint8(tagStarted)<<1|1, make([]byte, 12))
 	f.Add(uint8(tagTrace)<<1|1, []byte(`[{"name":"x","ph":"X"}]`))
 	f.Add(uint8(tagDone)<<1, []byte{})
@@ -41,6 +41,10 @@ func FuzzMessages(f *testing.F) {
 		if rm.decode(data) == nil && !bytes.Equal(rm.append(nil), data) {
 			t.Fatalf("result does not round-trip")
 		}
+		var nw noWork
+		if nw.decode(data) == nil && !bytes.Equal(nw.append(nil), data) {
+			t.Fatalf("no-work answer does not round-trip")
+		}
 		// A runtime's handler drops what it cannot read (the tag's low bit
 		// chooses the sender, process 0 or 1; replies are posted to a
 		// process that does not exist, or to this one's service thread,
@@ -49,7 +53,7 @@ func FuzzMessages(f *testing.F) {
 		rt.vps = []*vp{{rt: rt, wake: make(chan struct{}, 1)}}
 		rt.vps[0].dq.init()
 		c := &cluster{rt: rt, node: node, svc: DefaultServiceThread, pol: &Random{}, out: make(chan posted, 16), replyc: make(chan uint32, 16),
-			outst: map[uint64]*task{}, hungry: map[pcor.ProcID]time.Time{}, traceFrom: map[pcor.ProcID][]chromeEvent{},
+			fed: make(chan struct{}, 1), outst: map[uint64]*task{}, hungry: map[pcor.ProcID]time.Time{}, heldBy: map[pcor.ProcID]time.Time{}, traceFrom: map[pcor.ProcID][]chromeEvent{},
 			traceWait: make(chan pcor.ProcID, 1), done: make(chan struct{}), procs: []pcor.ProcID{0, 1}}
 		c.ctx, c.cancel = context.WithCancel(context.Background())
 		c.eps.New = func() any { return node.Thread(DefaultServiceThread) }

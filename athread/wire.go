@@ -12,7 +12,7 @@ const (
 	tagHello   pcor.Tag = 1  // registry description
 	tagSteal   pcor.Tag = 2  // stealReq
 	tagTask    pcor.Tag = 3  // taskMsg
-	tagNoWork  pcor.Tag = 4  // seq
+	tagNoWork  pcor.Tag = 4  // noWork
 	tagResult  pcor.Tag = 5  // resultMsg
 	tagStarted pcor.Tag = 6  // key, thread id
 	tagDone    pcor.Tag = 7  // the run is over
@@ -23,6 +23,32 @@ const (
 )
 
 var errShort = errors.New("athread: short message")
+
+// noWork answers a request for work the victim had no thread for.
+type noWork struct {
+	seq uint32
+	// held is set when the victim remembers the thief as hungry: it hands
+	// it the next thread it offers without being asked again.
+	held bool
+}
+
+const noWorkLen = 5
+
+func (m noWork) append(b []byte) []byte {
+	b = binary.LittleEndian.AppendUint32(b, m.seq)
+	if m.held {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func (m *noWork) decode(b []byte) error {
+	if len(b) != noWorkLen || b[4] > 1 {
+		return errShort
+	}
+	m.seq, m.held = binary.LittleEndian.Uint32(b), b[4] == 1
+	return nil
+}
 
 // stealReq asks for a thread on behalf of thief.
 type stealReq struct {
