@@ -505,7 +505,8 @@ func (c *cluster) thief() {
 		for c.ctx.Err() == nil && rt.nidle.Load() > 0 && !rt.hasWork() {
 			c.drainReplies(&async)
 			procs := c.live()
-			q := StealQuery{Self: rt.proc, Thief: rt.proc, Procs: procs, Attempt: attempt, Last: last, Outstanding: async.seq != 0}
+			q := StealQuery{Self: rt.proc, Thief: rt.proc, Procs: procs, Attempt: attempt, Last: last, Outstanding: async.seq != 0,
+				Held: c.heldNow()}
 			victim, ok := c.pol.Victim(q)
 			if ok && victim != rt.proc && slices.Contains(procs, victim) {
 				seq := c.seq.Add(1)
@@ -551,6 +552,20 @@ func (c *cluster) thief() {
 			backoff = min(2*backoff, maxBackoff)
 		}
 	}
+}
+
+// heldNow lists the processes that hold this one as hungry now (sorted).
+func (c *cluster) heldNow() []pcor.ProcID {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var held []pcor.ProcID
+	now := time.Now()
+	for _, p := range c.procs {
+		if since, ok := c.heldBy[p]; ok && now.Sub(since) < heldFor {
+			held = append(held, p)
+		}
+	}
+	return held
 }
 
 // heldByAll reports whether every other live process holds this one as

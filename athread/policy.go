@@ -2,6 +2,7 @@ package athread
 
 import (
 	"math/rand/v2"
+	"slices"
 	"sync"
 
 	"github.com/pcor-go/pcor/pcor"
@@ -72,6 +73,11 @@ type StealQuery struct {
 	// Outstanding is set while an asynchronous request of the thief
 	// (AsyncPolicy) is unanswered.
 	Outstanding bool
+	// Held are the processes that answered the thief's last request to
+	// them with no work and still hold it as hungry: each hands it the
+	// next thread it offers unasked, so asking them again finds nothing
+	// (Victim; sorted).
+	Held []pcor.ProcID
 }
 
 // AsyncPolicy is a Policy some of whose requests are asynchronous, as the
@@ -104,7 +110,8 @@ type DepthFirstPolicy interface {
 // Random is the default policy: every thread of a registered function not
 // deeper than MaxDepth is offered to other processes; any process may take
 // any offered thread; an idle process asks a process chosen at random
-// among the others; requests are not forwarded.
+// among the others that do not hold it as hungry already (among all the
+// others when they all do); requests are not forwarded.
 type Random struct {
 	// MaxDepth is the deepest thread offered (default 8 when zero; -1
 	// offers none).
@@ -131,17 +138,28 @@ func (p *Random) Allow(thief pcor.ProcID, t TaskInfo) bool { return true }
 
 // Victim implements Policy.
 func (p *Random) Victim(q StealQuery) (pcor.ProcID, bool) {
-	if len(q.Procs) < 2 {
+	others := 0
+	for _, pr := range q.Procs {
+		if pr != q.Self && !slices.Contains(q.Held, pr) {
+			others++
+		}
+	}
+	held := q.Held
+	if others == 0 {
+		held = nil // all hold it: any of them
+		others = len(q.Procs) - 1
+	}
+	if others < 1 {
 		return 0, false
 	}
 	p.mu.Lock()
 	if p.rng == nil {
 		p.rng = rand.New(rand.NewPCG(uint64(q.Self)+1, 0x5eed))
 	}
-	i := p.rng.IntN(len(q.Procs) - 1)
+	i := p.rng.IntN(others)
 	p.mu.Unlock()
 	for _, pr := range q.Procs {
-		if pr == q.Self {
+		if pr == q.Self || slices.Contains(held, pr) {
 			continue
 		}
 		if i == 0 {
