@@ -430,7 +430,11 @@ func (p *Port) keepAlive(now time.Time) {
 			lost = append(lost, c)
 			continue
 		}
-		if c.confirmed.Load() || now.Sub(c.since) > unconfirmedGrace {
+		// A peer heard from lately (a PONG, a PING, a completion) is
+		// alive: the READ asks the kernel only for peers whose threads
+		// have gone quiet, dead or starved.
+		quiet := now.Sub(time.Unix(0, c.heard.Load())) > 2*p.cfg.KeepAlive
+		if quiet && (c.confirmed.Load() || now.Sub(c.since) > unconfirmedGrace) {
 			live = append(live, c)
 		}
 		pings = append(pings, ping{c.to, cmMsg{kind: cmPing, qp: c.localQP(), peer: c.rem}})
