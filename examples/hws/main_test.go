@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,6 +38,20 @@ func TestCommand(t *testing.T) {
 	for _, bad := range [][]string{{"-dag", "nope"}, {"-groups", "0"}, {"-policies", "x"}, {"extra"}} {
 		if code := run(bad, &out, &errb); code != 2 {
 			t.Errorf("%v: exit %d, want 2", bad, code)
+		}
+	}
+}
+
+// Only failures of a job's start-up are run again.
+func TestStartupFailure(t *testing.T) {
+	for msg, want := range map[string]bool{
+		"[3] hws worker: athread: start-up with process 5: pcor: process 5 down: heartbeat lost": true,
+		"[3] hws worker: directory: waiting for 6 members (have 3): directory: session lost":     true,
+		"[0] hws worker: fib(32) = 1, want 2178309":                                              false,
+		"[0] hws worker: counters of the other processes: context deadline exceeded":             false,
+	} {
+		if got := startupFailure(errors.New(msg)); got != want {
+			t.Errorf("startupFailure(%q) = %v", msg, got)
 		}
 	}
 }

@@ -126,9 +126,11 @@ func runReal(ctx context.Context, tp *topology, pcorrun, self string, j job, pol
 }
 
 // startupFailure reports whether a run failed while its processes
-// started (athread's start-up exchange), before the case study ran.
+// started (joining the directory, or athread's start-up exchange), before
+// the case study ran.
 func startupFailure(err error) bool {
-	return strings.Contains(err.Error(), "athread: start-up with process")
+	e := err.Error()
+	return strings.Contains(e, "athread: start-up with process") || strings.Contains(e, "directory: waiting for")
 }
 
 // findPcorrun looks for pcorrun beside this executable, then in PATH.
