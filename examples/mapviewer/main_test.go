@@ -194,6 +194,9 @@ func checkPaperTable(t *testing.T, out string, daemons int) {
 			}
 		}
 	}
+	if !regexp.MustCompile(`traffic a tile \(sent and received\): [0-9.]+ datagrams of data, [0-9.]+ acknowledgements alone, 2\.00 messages`).MatchString(out) {
+		t.Errorf("no traffic line of one request and one reply a tile:\n%s", out)
+	}
 	t.Logf("\n%s", out)
 	if n := strings.Count(out, "% busy"); n != daemons {
 		t.Errorf("%d load lines, want %d:\n%s", n, daemons, out)

@@ -16,6 +16,7 @@ import (
 	"github.com/pcor-go/pcor/examples/mapviewer/loader"
 	"github.com/pcor-go/pcor/examples/mapviewer/tiles"
 	"github.com/pcor-go/pcor/examples/mapviewer/view"
+	"github.com/pcor-go/pcor/pcor"
 )
 
 // paperPlans are the plans of the paper's seven regions.
@@ -39,6 +40,38 @@ type pair struct {
 	local, cluster         time.Duration
 	localBusy, clusterBusy time.Duration
 	localOwn, clusterOwn   time.Duration
+	net                    netCount // the viewer's traffic in the cluster render
+}
+
+// netCount is what a node's ports counted (sent and received added up):
+// datagrams carrying message fragments, acknowledgements sent alone,
+// messages; batches of datagrams its dispatcher goroutine received (each
+// handed to a waiting goroutine: a hand-off and often a wake-up), batches
+// a waiting goroutine received itself, and sleeps of such a goroutine
+// whose message did not come within its spin (each a wake-up).
+type netCount struct {
+	frags, acks, msgs, dispatcher, driven, sleeps uint64
+}
+
+// netLine starts the line rank 0 prints per cluster render under pcorrun:
+// "net <region> <rep>" and the netCount fields in order.
+const netLine = "net"
+
+func netNow(n *pcor.Node) netCount {
+	var c netCount
+	for _, s := range n.Stats() {
+		c.frags += s.FragsSent + s.FragsRecv
+		c.acks += s.AcksSent + s.AcksRecv
+		c.msgs += s.MessagesSent + s.MessagesRecv
+		c.dispatcher += s.DispatcherBatches
+		c.driven += s.ThreadBatches
+		c.sleeps += s.DriverSleeps
+	}
+	return c
+}
+
+func (c netCount) sub(d netCount) netCount {
+	return netCount{c.frags - d.frags, c.acks - d.acks, c.msgs - d.msgs, c.dispatcher - d.dispatcher, c.driven - d.driven, c.sleeps - d.sleeps}
 }
 
 // timesLine starts the line rank 0 prints per render pair under pcorrun:
@@ -68,16 +101,19 @@ func clusterTimes(ctx context.Context, m *member, set tiles.Set, win view.Window
 				return err
 			}
 			b1, o1 := cpuNow()
+			n1 := netNow(m.p.Node)
 			cd, cpix, err := timeView(ctx, cl, p, 1)
 			if err != nil {
 				return err
 			}
 			b2, o2 := cpuNow()
+			nc := netNow(m.p.Node).sub(n1)
 			if string(lpix) != string(cpix) {
 				return fmt.Errorf("cluster view differs from the local view for %s", prs[i].Name)
 			}
 			fmt.Printf("%s %d %d %d %d %d %d %d %d\n", timesLine, i, rep, ld.Nanoseconds(), cd.Nanoseconds(),
 				b1-b0, b2-b1, o1-o0, o2-o1)
+			fmt.Printf("%s %d %d %d %d %d %d %d %d\n", netLine, i, rep, nc.frags, nc.acks, nc.msgs, nc.dispatcher, nc.driven, nc.sleeps)
 		}
 	}
 	return nil
@@ -89,6 +125,15 @@ func parseTimes(out []byte, regions, reps int) ([][]pair, error) {
 	ps := make([][]pair, regions)
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "[0] "+netLine+" "); ok {
+			var i, rep int
+			var c netCount
+			if n, err := fmt.Sscanf(rest, "%d %d %d %d %d %d %d %d", &i, &rep, &c.frags, &c.acks, &c.msgs, &c.dispatcher, &c.driven, &c.sleeps); n != 8 || err != nil || i < 0 || i >= regions || len(ps[i]) != rep+1 {
+				return nil, fmt.Errorf("bad line %q", sc.Text())
+			}
+			ps[i][rep].net = c
+			continue
+		}
 		rest, ok := strings.CutPrefix(sc.Text(), "[0] "+timesLine+" ")
 		if !ok {
 			continue
@@ -232,6 +277,18 @@ func writeCPU(w io.Writer, tiles int, r paperRun) {
 		tiles, r.daemons, plural(r.daemons), ms(lb), ms(cb), ms(cb-lb), ms(cb-lb)/float64(tiles))
 	fmt.Fprintf(w, "  the viewer's own CPU: %.0f ms local (decoding), %.0f ms cluster (%.2f ms a tile: requests, replies, copies)\n",
 		ms(lo), ms(co), ms(co)/float64(tiles))
+	per := func(f func(netCount) uint64) float64 {
+		vs := make([]float64, len(ps))
+		for i, p := range ps {
+			vs[i] = float64(f(p.net)) / float64(tiles)
+		}
+		slices.Sort(vs)
+		return vs[len(vs)/2]
+	}
+	fmt.Fprintf(w, "  the viewer's traffic a tile (sent and received): %.2f datagrams of data, %.2f acknowledgements alone, %.2f messages;\n",
+		per(func(c netCount) uint64 { return c.frags }), per(func(c netCount) uint64 { return c.acks }), per(func(c netCount) uint64 { return c.msgs }))
+	fmt.Fprintf(w, "  %.2f batches received by its dispatcher (handed to the waiting goroutine), %.2f by a waiting goroutine itself, %.2f sleeps of one (wake-ups)\n",
+		per(func(c netCount) uint64 { return c.dispatcher }), per(func(c netCount) uint64 { return c.driven }), per(func(c netCount) uint64 { return c.sleeps }))
 }
 
 // cpuNow is the CPU time of the application on this machine (this
