@@ -38,6 +38,11 @@ type PortStats struct {
 	// alone after all because no data came in time.
 	AcksDeferred, AcksLate uint64
 
+	// BundlesSent counts the datagrams that carried several small messages
+	// queued together for one process, MessagesBundled the messages they
+	// carried: FragsSent counts a bundle once.
+	BundlesSent, MessagesBundled uint64
+
 	// Caller-driven progress: a thread waiting in Send, Recv or Wait for
 	// a message through the port takes the port's progress token and
 	// receives itself (Leads; Steals, taken from the port's dispatcher
@@ -66,6 +71,7 @@ func portStats(s engine.PortStats) PortStats {
 		MessagesRecv: s.MessagesRecv, MessagesSent: s.MessagesSent,
 		SendErrors: s.SendErrors, ReceiveErrors: s.ReceiveErrors, MessagesInPlace: s.MessagesInPlace,
 		AcksDeferred: s.AcksDeferred, AcksLate: s.AcksLate,
+		BundlesSent: s.BundlesSent, MessagesBundled: s.MessagesBundled,
 		Leads: s.Leads, Steals: s.Steals, Handbacks: s.Handbacks, GiveBacks: s.GiveBacks, Reclaims: s.Reclaims,
 		ThreadBatches: s.ThreadBatches, DispatcherBatches: s.DispatcherBatches, DriverSleeps: s.DriverSleeps,
 	}

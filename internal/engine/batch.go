@@ -11,7 +11,9 @@ type batch struct {
 	ports []*dispatcher // the port each datagram leaves from
 	heads [][wire.HeaderSize]byte
 	acks  [][]byte
-	done  []*Request
+	// bundles: the bodies of bundles (bundle.go), by datagram index
+	bundles [][]byte
+	done    []*Request
 	// posted: posted sends completed (and counted) while p.mu was held
 	posted uint64
 	// reqs: the requests whose data the datagrams read, referenced until
@@ -47,4 +49,16 @@ func (b *batch) ackScratch(i int) []byte {
 		b.acks = append(b.acks, make([]byte, wire.AckBodyLen(wire.MaxSackBlocks)))
 	}
 	return b.acks[i]
+}
+
+// bundleScratch returns space for the body of a bundle sent as the i-th
+// datagram of a batch.
+func (b *batch) bundleScratch(i int) []byte {
+	for len(b.bundles) <= i {
+		b.bundles = append(b.bundles, nil)
+	}
+	if b.bundles[i] == nil {
+		b.bundles[i] = make([]byte, 0, bundleBytes)
+	}
+	return b.bundles[i]
 }

@@ -182,6 +182,10 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 			a := wire.AckBody{Cum: h.AckCum, Echo: noEcho}
 			p.onAck(&a, d)
 		}
+		if h.Flags&wire.FlagBundle != 0 {
+			d.onBundle(p, &h, body)
+			return
+		}
 		d.onData(p, &h, body)
 	case wire.Ack:
 		a, err := wire.DecodeAck(body)

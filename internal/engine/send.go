@@ -132,6 +132,9 @@ func (p *peer) fillLocked(b *batch, rs routeSet, now int64) {
 		t.progressAt, t.probes = now, 0 // a new flight starts
 	}
 	for !b.full() && t.queue.head != nil && t.pipe() < cwnd && t.rlen < t.peerWin {
+		if p.bundleLocked(b, rs, cwnd, now) {
+			continue
+		}
 		r := t.queue.head
 		if !r.started {
 			r.started = true

@@ -69,6 +69,11 @@ type PortStats struct {
 	// them that had to leave on their own after all.
 	AcksDeferred, AcksLate uint64
 
+	// BundlesSent counts the datagrams that carried several small messages
+	// (bundle.go), MessagesBundled the messages they carried (included in
+	// FragsSent once per bundle).
+	BundlesSent, MessagesBundled uint64
+
 	// Caller-driven progress (progress.go): Leads counts the times a
 	// waiting thread took the port's progress token, Steals those of them
 	// taken from the dispatcher; Handbacks, a leaving driver handed the
@@ -97,6 +102,8 @@ type counters struct {
 	inPlace atomic.Uint64
 
 	acksDeferred, acksLate atomic.Uint64
+
+	bundlesSent, msgsBundled atomic.Uint64
 }
 
 func (c *counters) snapshot(s *PortStats) {
@@ -120,6 +127,8 @@ func (c *counters) snapshot(s *PortStats) {
 	s.MessagesInPlace = c.inPlace.Load()
 	s.AcksDeferred = c.acksDeferred.Load()
 	s.AcksLate = c.acksLate.Load()
+	s.BundlesSent = c.bundlesSent.Load()
+	s.MessagesBundled = c.msgsBundled.Load()
 	s.SendErrors = c.sendErrs.Load()
 	s.ReceiveErrors = c.recvErrs.Load()
 	s.Drops = make(map[string]uint64)

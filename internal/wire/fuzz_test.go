@@ -14,6 +14,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(encode(Header{Kind: Busy, JobKey: key, Seq: 4}, nil))
 	f.Add(encode(Header{Kind: Data, Flags: FlagReliable, JobKey: key, FragSize: 100, Total: 250, FragIndex: 1}, make([]byte, 100)))
 	f.Add([]byte("not a pcor datagram"))
+	subs := []Sub{{SrcThread: 1, DstThread: 2, Tag: 3}, {SrcThread: 1, DstThread: 2, Tag: 3, Flags: FlagAckNow}}
+	f.Add(bundle(Header{JobKey: key, FragSize: 1000, MsgID: 5, Seq: 9}, subs, [][]byte{make([]byte, 64), []byte("x")}))
+	f.Add(bundle(Header{JobKey: key, Flags: FlagAck | FlagBodyUnsummed, FragSize: 64}, subs[:1], [][]byte{{}}))
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		h, body, err := Decode(pkt, key)
 		if err != nil {
@@ -22,7 +25,9 @@ func FuzzDecode(f *testing.F) {
 		if int(h.BodyLen) != len(body) || len(pkt) != HeaderSize+len(body) {
 			t.Fatalf("lengths: %+v body %d pkt %d", h, len(body), len(pkt))
 		}
-		if h.Kind == Data {
+		if h.Flags&FlagBundle != 0 {
+			checkBundleAccepted(t, &h, body)
+		} else if h.Kind == Data {
 			if uint64(h.FragIndex) >= FragCount(h.Total, h.FragSize) || uint64(len(body)) != FragLen(h.Total, h.FragSize, h.FragIndex) {
 				t.Fatalf("geometry accepted: %+v", h)
 			}
@@ -47,4 +52,29 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encode differs: %v", err)
 		}
 	})
+}
+
+// checkBundleAccepted fails t unless the accepted bundle h splits into its
+// count of messages that fill its body, each fitting one fragment, with
+// their own headers valid.
+func checkBundleAccepted(t *testing.T, h *Header, body []byte) {
+	if h.Kind != Data || h.FragIndex == 0 || h.FragIndex > MaxBundled {
+		t.Fatalf("bundle accepted: %+v", h)
+	}
+	var total uint64
+	for i := 0; i < int(h.FragIndex); i++ {
+		s, data, rest, err := NextSub(body)
+		if err != nil {
+			t.Fatalf("message %d of an accepted bundle: %v", i, err)
+		}
+		m := h.Message(i, &s)
+		if m.Flags&FlagBundle != 0 || uint64(len(data)) != FragLen(m.Total, m.FragSize, 0) || int(m.BodyLen) != len(data) {
+			t.Fatalf("message %d of an accepted bundle: %+v with %d bytes", i, m, len(data))
+		}
+		total += m.Total
+		body = rest
+	}
+	if len(body) != 0 || total != h.Total {
+		t.Fatalf("bundle accepted with %d bytes left, %d of %d", len(body), total, h.Total)
+	}
 }

@@ -18,8 +18,9 @@
 //	36 frag size u32  payload bytes per fragment of this message
 //	40 msg id    u64  per (source process, destination process)
 //	48 seq       u64  fragment sequence number of the stream
-//	56 total     u64  message length in bytes
-//	64 frag idx  u32
+//	56 total     u64  message length in bytes (in a bundle: of its
+//	                  messages together)
+//	64 frag idx  u32  (in a bundle: the count of its messages)
 //	68 body len  u32  bytes after the header
 //	72 checksum  u64  xxhash64 of the header (hops and this field zero) and
 //	                  body (the header alone with FlagReliable or
@@ -33,7 +34,7 @@
 // Decode validates everything it can without state: magic, version, job
 // key, checksum, the body length against the datagram, and the message
 // geometry (fragment index within the message, body length equal to the
-// fragment's share of the total). A packet that fails is reported with an
+// fragment's share of the total; for a bundle, see bundle.go). A packet that fails is reported with an
 // error naming the reason, and callers drop and count it.
 package wire
 
@@ -310,6 +311,12 @@ func Decode(pkt []byte, jobKey uint64) (Header, []byte, error) {
 	}
 	if h.Kind == 0 || h.Kind >= kindEnd {
 		return h, nil, ErrKind
+	}
+	if h.Flags&FlagBundle != 0 {
+		if err := checkBundle(&h, body); err != nil {
+			return h, nil, err
+		}
+		return h, body, nil
 	}
 	if h.Kind == Data {
 		if h.FragSize == 0 || h.FragSize > MaxFragment-HeaderSize {

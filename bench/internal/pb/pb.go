@@ -102,10 +102,14 @@ func Counters(node *pcor.Node) map[string]uint64 {
 		c["acks-sent"] += s.AcksSent
 		c["acks-deferred"] += s.AcksDeferred
 		c["acks-late"] += s.AcksLate
+		c["frags-sent"] += s.FragsSent
+		c["msgs-sent"] += s.MessagesSent
+		c["bundles"] += s.BundlesSent
+		c["msgs-bundled"] += s.MessagesBundled
 	}
 	return c
 }
 
 // CounterNames orders the keys of Counters for printing.
-var CounterNames = []string{"frags-recv", "acks-sent", "acks-deferred", "acks-late", "thread-batches", "dispatcher-batches", "sleeps",
+var CounterNames = []string{"frags-sent", "msgs-sent", "bundles", "msgs-bundled", "frags-recv", "acks-sent", "acks-deferred", "acks-late", "thread-batches", "dispatcher-batches", "sleeps",
 	"leads", "steals", "handbacks", "givebacks", "reclaims"}

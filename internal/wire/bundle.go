@@ -1,0 +1,118 @@
+package wire
+
+import "encoding/binary"
+
+// Bundles.
+//
+// A Data datagram with FlagBundle carries several whole small messages of
+// one stream, each after a compact sub-header, instead of one fragment.
+// The datagram's header holds what they share: source and destination
+// processes and incarnations, the acknowledgement, FragSize (the fragment
+// size of each message, which fits in one fragment), and the first
+// message's MsgID and Seq; message i of the bundle has MsgID+i and Seq+i.
+// Total is the messages' bytes together and FragIndex their count.
+//
+// Sub-header (little-endian, SubSize bytes):
+//
+//	 0 src thr   u32
+//	 4 dst thr   u32
+//	 8 tag       i32
+//	12 length    u16  message bytes following the sub-header
+//	14 flags     u8   FlagAckNow only
+//	15 reserved  u8   zero
+//
+// A bundle is never a retransmission, a rendezvous message or a datagram
+// of the reliable path: a message of a bundle is sent again alone.
+
+// FlagBundle marks a Data datagram carrying a bundle of whole messages.
+const FlagBundle = 1 << 6
+
+// SubSize is the encoded size of a Sub.
+const SubSize = 16
+
+// MaxBundled is the most messages one bundle carries.
+const MaxBundled = 256
+
+// MaxSubLen is the largest message a bundle carries.
+const MaxSubLen = 1<<16 - 1
+
+// Sub is the sub-header of one message of a bundle.
+type Sub struct {
+	SrcThread uint32
+	DstThread uint32
+	Tag       int32
+	Len       uint16
+	Flags     uint8
+}
+
+// Put encodes s into b[:SubSize].
+func (s *Sub) Put(b []byte) {
+	_ = b[SubSize-1]
+	le := binary.LittleEndian
+	le.PutUint32(b[0:], s.SrcThread)
+	le.PutUint32(b[4:], s.DstThread)
+	le.PutUint32(b[8:], uint32(s.Tag))
+	le.PutUint16(b[12:], s.Len)
+	b[14] = s.Flags
+	b[15] = 0
+}
+
+// NextSub decodes the message at the start of a bundle's body b: its
+// sub-header, its bytes (aliasing b) and the rest of the body. The length
+// and flags are checked.
+func NextSub(b []byte) (s Sub, data, rest []byte, err error) {
+	if len(b) < SubSize {
+		return s, nil, nil, ErrLength
+	}
+	le := binary.LittleEndian
+	s.SrcThread = le.Uint32(b[0:])
+	s.DstThread = le.Uint32(b[4:])
+	s.Tag = int32(le.Uint32(b[8:]))
+	s.Len = le.Uint16(b[12:])
+	s.Flags = b[14]
+	if s.Flags&^FlagAckNow != 0 || int(s.Len) > len(b)-SubSize {
+		return s, nil, nil, ErrLength
+	}
+	end := SubSize + int(s.Len)
+	return s, b[SubSize:end:end], b[end:], nil
+}
+
+// Message is the header message i of the bundle h would have as a
+// datagram of its own, given its sub-header.
+func (h *Header) Message(i int, s *Sub) Header {
+	m := *h
+	m.Flags = h.Flags&^FlagBundle | s.Flags
+	m.SrcThread = s.SrcThread
+	m.DstThread = s.DstThread
+	m.Tag = s.Tag
+	m.MsgID = h.MsgID + uint64(i)
+	m.Seq = h.Seq + uint64(i)
+	m.Total = uint64(s.Len)
+	m.FragIndex = 0
+	m.BodyLen = uint32(s.Len)
+	return m
+}
+
+// checkBundle validates the bundle h with body: flags, count, and that the
+// messages fill the body exactly, each fitting one fragment.
+func checkBundle(h *Header, body []byte) error {
+	if h.Kind != Data || h.Flags&(FlagRetransmit|FlagReliable|FlagRendezvous|FlagAckNow) != 0 {
+		return ErrLength
+	}
+	if h.FragSize == 0 || h.FragSize > MaxFragment-HeaderSize || h.FragIndex == 0 || h.FragIndex > MaxBundled {
+		return ErrLength
+	}
+	var total uint64
+	for i := uint32(0); i < h.FragIndex; i++ {
+		s, _, rest, err := NextSub(body)
+		if err != nil || uint32(s.Len) > h.FragSize {
+			return ErrLength
+		}
+		total += uint64(s.Len)
+		body = rest
+	}
+	if len(body) != 0 || total != h.Total {
+		return ErrLength
+	}
+	return nil
+}
