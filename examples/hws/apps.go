@@ -296,7 +296,11 @@ func testMatrix(s int, seed int) []float64 {
 var rates = map[string]func() float64{
 	"fib": func() float64 {
 		const n = 24
-		return float64(fibCalls(n)) / quickest(func() { fibSeq(n) }).Seconds()
+		return float64(fibCalls(n)) / quickest(func() {
+			if fibSeq(n) != fibWant(n) {
+				panic("fibSeq disagrees with fibWant")
+			}
+		}).Seconds()
 	},
 	"matmul": func() float64 {
 		const s = 64
