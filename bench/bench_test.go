@@ -294,7 +294,7 @@ func TestProgressCounters(t *testing.T) {
 	if err := run(ctx, args, &out, &errb); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
-	re := regexp.MustCompile(`(?m)^# pcor/blocking 1: median [0-9.e+]+ us over 20 ops; near: frags-recv (\d+) acks-sent \d+ acks-deferred \d+ .*thread-batches (\d+) .*; far: frags-recv (\d+) .*thread-batches (\d+) `)
+	re := regexp.MustCompile(`(?m)^# pcor/blocking 1: median [0-9.e+]+ us over 20 ops; near: (?:[a-z-]+ \d+ )*?frags-recv (\d+) acks-sent \d+ acks-deferred \d+ .*thread-batches (\d+) .*; far: (?:[a-z-]+ \d+ )*?frags-recv (\d+) .*thread-batches (\d+) `)
 	ms := re.FindAllStringSubmatch(errb.String(), -1)
 	if len(ms) != 2 {
 		t.Fatalf("want a line of counters for each of 2 samples:\n%s", errb.String())
