@@ -299,9 +299,13 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request) {
 	if rerr != nil {
 		h.Set("X-Tile-Errors", headerSafe(rerr.Error(), 4096))
 	}
-	// Encoded straight to the client: no second copy of the view.
+	// Encoded straight to the client: no second copy of the view. Stored
+	// (uncompressed) deflate blocks: on loopback or a LAN the larger body
+	// (4 bytes a pixel) costs less than compressing it and the browser
+	// inflating it (a cached pan at 1:4, event to image: 65-79 ms against
+	// 111-123 ms with the fastest compression).
 	bw := bufio.NewWriterSize(w, 64<<10)
-	enc := png.Encoder{CompressionLevel: png.BestSpeed}
+	enc := png.Encoder{CompressionLevel: png.NoCompression}
 	if enc.Encode(bw, res.Img) == nil && bw.Flush() == nil {
 		s.stats.rendered.Add(1)
 	}
