@@ -42,6 +42,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/pcor-go/pcor/directory"
+	"github.com/pcor-go/pcor/examples/internal/loadavg"
 	"github.com/pcor-go/pcor/pcor"
 	"github.com/pcor-go/pcor/perfmodel"
 )
@@ -270,16 +271,8 @@ const maxPlate = 1 << 15
 // loadAverage is the machine's one-minute load average (NaN where
 // /proc/loadavg cannot be read).
 func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return math.NaN()
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return math.NaN()
-	}
-	v, err := strconv.ParseFloat(f[0], 64)
-	if err != nil {
+	v, ok := loadavg.Value()
+	if !ok {
 		return math.NaN()
 	}
 	return v

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/pcor-go/pcor/examples/internal/loadavg"
 	"github.com/pcor-go/pcor/hws"
 	"github.com/pcor-go/pcor/hws/adapt"
 	"github.com/pcor-go/pcor/hws/sim"
@@ -246,7 +247,7 @@ func real(args []string, stdout, stderr io.Writer) int {
 					key := resKey(j, i)
 					res[key] = append(res[key], r)
 					fmt.Fprintf(stderr, "%s rep %d %s %s: %v, wide steals %d/%d (depths %v, kept %d), slow link %d bytes, load %s\n", st.name, rep, j.app, policies[i].name,
-						r.rep.Makespan.Round(time.Millisecond), r.rep.Total.WideSteals, r.rep.Total.WideAttempts, r.rep.Total.WideDepths, r.rep.Total.WideKept, r.slowBytes, loadAvg())
+						r.rep.Makespan.Round(time.Millisecond), r.rep.Total.WideSteals, r.rep.Total.WideAttempts, r.rep.Total.WideDepths, r.rep.Total.WideKept, r.slowBytes, loadavg.Field())
 				}
 			}
 		}
@@ -255,7 +256,7 @@ func real(args []string, stdout, stderr io.Writer) int {
 		printReal(stdout, jobs, policies, res)
 		printRatios(stdout, jobs, policies, res)
 	}
-	fmt.Fprintf(stdout, "\nload average at the end: %s\n", loadAvg())
+	fmt.Fprintf(stdout, "\nload average at the end: %s\n", loadavg.Field())
 	return 0
 }
 
@@ -306,19 +307,6 @@ func times(a, b []float64) string {
 		return fmt.Sprintf("inf (%.0f against 0)", ma)
 	}
 	return fmt.Sprintf("%.1f", ma/mb)
-}
-
-// loadAvg is the machine's 1-minute load average, or "?".
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0]
 }
 
 func median(v []float64) (med, lo, hi float64) {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/pcor-go/pcor/examples/internal/loadavg"
 )
 
 // loadMeter measures how busy the machine was between start and stop:
@@ -34,13 +36,13 @@ type Load struct {
 
 func startLoad() *loadMeter {
 	b, _ := machineBusy()
-	return &loadMeter{start: time.Now(), busy0: b, own0: ownCPU(), loadavg: loadAvg()}
+	return &loadMeter{start: time.Now(), busy0: b, own0: ownCPU(), loadavg: loadavg.Field()}
 }
 
 func (m *loadMeter) stop() Load {
 	b, ok := machineBusy()
 	return Load{Wall: time.Since(m.start), CPUs: runtime.NumCPU(), Busy: b - m.busy0, Own: ownCPU() - m.own0,
-		LoadAvg0: m.loadavg, LoadAvg1: loadAvg(), OK: ok}
+		LoadAvg0: m.loadavg, LoadAvg1: loadavg.Field(), OK: ok}
 }
 
 // String is "41.2 s; 2 CPUs 96% busy (this run 71%, other work 25%); load average 3.1 -> 4.0".
@@ -104,18 +106,6 @@ func selfCPU() float64 {
 }
 
 func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return "?"
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return "?"
-	}
-	return f[0]
-}
 
 // peersCPU is the CPU seconds of the other processes of this machine
 // that belong to the same pcor application (the same PCOR_JOBKEY in their

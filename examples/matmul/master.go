@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/distribute"
+	"github.com/pcor-go/pcor/examples/internal/loadavg"
 	"github.com/pcor-go/pcor/pcor"
 	"github.com/pcor-go/pcor/perfmodel"
 )
@@ -188,12 +189,7 @@ func fmtVRP(v []float64) string {
 // loadAverage is the machine's one-minute load average (0 where
 // /proc/loadavg cannot be read).
 func loadAverage() float64 {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return 0
-	}
-	var v float64
-	fmt.Sscan(string(b), &v)
+	v, _ := loadavg.Value()
 	return v
 }
 
