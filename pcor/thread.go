@@ -131,6 +131,16 @@ func (r *Request) Test() (bool, error) {
 // the wait only (see Cancel).
 func (r *Request) Wait(ctx context.Context) error { return apiError(r.r.Wait(ctx)) }
 
+// Done delivers one value when the request completes; then Test and Wait
+// report its outcome. A goroutine that selects on Done waits outside the
+// port's progress: Wait drives the port the message comes through, or,
+// while another thread drives it, counts as one of the port's waiters,
+// which keeps the port with its dispatcher goroutine (each message then
+// costs a hand-over between threads). Done suits a request that may wait
+// long and whose completion is not on a hurried path, such as a receive
+// posted to learn that a peer went down.
+func (r *Request) Done() <-chan struct{} { return r.r.Done() }
+
 // Cancel withdraws the request if it has not completed.
 func (r *Request) Cancel() { r.r.Cancel() }
 

@@ -174,6 +174,9 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 	p.lastHeard.Store(now)
 	switch h.Kind {
 	case wire.Data, wire.Abort:
+		if e.dataPort.Load() != d {
+			e.dataPort.Store(d) // where a receive from any process waits (progress.go)
+		}
 		if h.Flags&wire.FlagReliable != 0 {
 			d.onReliableData(p, &h, body)
 			return

@@ -33,6 +33,7 @@ type Engine struct {
 	portsMu  sync.Mutex
 	ports    []*dispatcher
 	portList atomic.Pointer[[]*dispatcher] // ports, read without the lock
+	dataPort atomic.Pointer[dispatcher]    // the port data last came through (progress.go)
 
 	localMu      sync.Mutex
 	localQ       []*Request

@@ -145,6 +145,13 @@ func (e *Engine) drivePort(r *Request) *dispatcher {
 				d = rt.disp
 			}
 		}
+	} else {
+		// A receive from any process drives the port data last came
+		// through: its message most likely comes the same way (a
+		// process whose peers all talk through shared memory would
+		// otherwise drive its first port, loopback UDP, while the
+		// message waited in shared memory for the dispatcher).
+		d = e.dataPort.Load()
 	}
 	if d == nil {
 		d = e.firstPort()

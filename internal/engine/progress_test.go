@@ -325,3 +325,82 @@ func TestDriveThousandWaiters(t *testing.T) {
 		})
 	}
 }
+
+// A receive from any process drives the port data last came through, not
+// the first port: here each engine's first port carries nothing and the
+// ping-pong goes through the second, so a receive from any process that
+// drove the first would leave every message to the second port's
+// dispatcher.
+func TestDriveAnyFollowsData(t *testing.T) {
+	es := make([]*Engine, 2)
+	ports := make([][2]*udp.Port, 2)
+	for i := range es {
+		e, err := New(Config{Proc: ProcID(i), JobKey: 0xbeef})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { e.Close() })
+		for j := range ports[i] {
+			ports[i][j] = udpPort(t)
+			if _, err := e.AddPort(ports[i][j], Blocking); err != nil {
+				t.Fatal(err)
+			}
+		}
+		es[i] = e
+	}
+	for i, e := range es {
+		if err := e.SetPeer(ProcID(1-i), 1, ports[1-i][1].LocalEndpoint().String()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n = 200
+	done := make(chan error, 1)
+	go func() {
+		// The replies are not waited for one by one, so that each
+		// receive waits for its message (a reply's Wait would drive the
+		// second port until the next message came).
+		var replies []*Request
+		for i := 0; i < n; i++ {
+			r := recv(es[1], 1, AnyProc, AnyThread, 5)
+			if err := r.Wait(ctx); err != nil {
+				done <- err
+				return
+			}
+			replies = append(replies, send(t, es[1], 1, 0, 0, 6, r.Data()))
+		}
+		for _, r := range replies {
+			if err := r.Wait(ctx); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for i := 0; i < n; i++ {
+		msg := []byte(fmt.Sprint(i))
+		if err := send(t, es[0], 0, 1, 1, 5, msg).Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := recv(es[0], 0, 1, 1, 6)
+		if err := r.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(r.Data(), msg) {
+			t.Fatalf("round %d: %q", i, r.Data())
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	st := es[1].Stats()
+	// The first receive, before any data came, drives the first port.
+	if st[0].Leads > 1 {
+		t.Errorf("receives from any process drove the idle first port %d times", st[0].Leads)
+	}
+	if st[1].DispatcherBatches > n/4 {
+		t.Errorf("%d of %d messages' batches received by the dispatcher, not by the waiting thread (stats %+v)",
+			st[1].DispatcherBatches, n, st[1])
+	}
+}
