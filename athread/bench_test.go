@@ -230,6 +230,10 @@ func BenchmarkRemoteThread(b *testing.B) {
 	b.ReportMetric(float64(th)/1e3, "thread-us")
 	b.ReportMetric(float64(rtt)/1e3, "roundtrip-us")
 	b.ReportMetric(float64(th)/float64(rtt), "x-roundtrip")
+	for _, l := range regexp.MustCompile(`COUNTS .*`).FindAllString(out, -1) {
+		b.Log(l)
+	}
+	b.Logf("load average: %s", loadAvg())
 }
 
 func BenchmarkHandOut(b *testing.B) {

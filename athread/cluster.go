@@ -226,6 +226,13 @@ func (c *cluster) send(to pcor.ProcID, tag pcor.Tag, data []byte) {
 	t := c.eps.Get().(*pcor.Thread)
 	req := t.Isend(pcor.Addr{Proc: to, Thread: c.svc}, tag, data)
 	c.eps.Put(t)
+	if done, err := req.Test(); done && err == nil {
+		// Taken at once (shared memory takes a message as it is
+		// posted): nothing for the sender goroutine to reap, and no
+		// wake-up of it.
+		c.bytesOut.Add(uint64(len(data)))
+		return
+	}
 	select {
 	case c.out <- posted{req, to, len(data)}:
 	case <-c.ctx.Done():
@@ -289,11 +296,22 @@ func (c *cluster) sender() {
 }
 
 // watch keeps a receive posted on p that no one answers: pcor fails it
-// when p is removed (the directory announced it left or died).
+// when p is removed (the directory announced it left or died). It waits
+// on the request's Done, outside the port's progress: a receive waiting
+// in Wait would count as a waiter of the port for the whole run, and keep
+// every message through it with the port's dispatcher goroutine, a
+// hand-over between threads for each.
 func (c *cluster) watch(p pcor.ProcID) {
 	defer c.wg.Done()
 	t := c.node.Thread(c.svc)
-	_, err := t.Recv(c.ctx, pcor.Addr{Proc: p, Thread: c.svc}, tagWatch)
+	r := t.Irecv(pcor.Addr{Proc: p, Thread: c.svc}, tagWatch, nil)
+	select {
+	case <-r.Done():
+	case <-c.ctx.Done():
+		r.Cancel()
+		return
+	}
+	_, err := r.Test()
 	if c.ctx.Err() != nil {
 		return
 	}
@@ -668,6 +686,12 @@ func (c *cluster) receiver() {
 		}
 		c.bytesIn.Add(uint64(len(m.Data)))
 		c.handle(m)
+		// A thread the message made ready (a joiner of a result, a VP
+		// given a thread, a thread started in a goroutine of its own)
+		// waits on this goroutine's processor: let it run now, before
+		// this goroutine drives the port again, rather than wait for
+		// another OS thread to be woken to take it from there.
+		runtime.Gosched()
 	}
 }
 
@@ -826,12 +850,9 @@ func (c *cluster) accept(tm taskMsg) {
 		c.send(tm.owner, tagStarted, b)
 		return
 	}
+	// The VP woken is queued on this goroutine's processor: the receiver
+	// lets it run at once (see receiver).
 	rt.inject(t)
-	// The VP just woken is queued on this goroutine's processor: let it
-	// run the thread now rather than wait for another OS thread to take
-	// it from there (a wake-up of its own, milliseconds on a loaded
-	// machine); this goroutine goes on receiving once a processor is free.
-	runtime.Gosched()
 }
 
 // reply sends the outcome of a thread that came from another process back

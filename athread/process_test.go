@@ -182,7 +182,9 @@ func benchRemote(ctx context.Context, rt *athread.Runtime) error {
 		}
 	}
 	var th, rtt []int64
+	var cnt [2]counts // this process's counts over each kind of operation
 	for r := 0; r < rounds; r++ {
+		c0 := takeCounts(rt.Node())
 		start := time.Now()
 		for i := 0; i < per; i++ {
 			if err := remote(); err != nil {
@@ -190,6 +192,7 @@ func benchRemote(ctx context.Context, rt *athread.Runtime) error {
 			}
 		}
 		th = append(th, int64(time.Since(start))/per)
+		c1 := takeCounts(rt.Node())
 		start = time.Now()
 		for i := 0; i < per; i++ {
 			if err := roundTrip(); err != nil {
@@ -197,12 +200,70 @@ func benchRemote(ctx context.Context, rt *athread.Runtime) error {
 			}
 		}
 		rtt = append(rtt, int64(time.Since(start))/per)
+		c2 := takeCounts(rt.Node())
+		cnt[0].add(c1.sub(c0))
+		cnt[1].add(c2.sub(c1))
 	}
 	if _, err := h.Join(ctx); err != nil {
 		return err
 	}
 	fmt.Printf("REMOTE thread=%d roundtrip=%d threads=%v roundtrips=%v\n", medianInt(th), medianInt(rtt), th, rtt)
+	for i, name := range []string{"thread", "roundtrip"} {
+		fmt.Printf("COUNTS %s %s\n", name, cnt[i].per(rounds*per))
+	}
 	return nil
+}
+
+// counts are load-independent figures of this process: its context
+// switches (getrusage) and, per port, the batches of datagrams received by
+// a driving thread and by the port's dispatcher goroutine.
+type counts struct {
+	csw    int64
+	thread []uint64
+	disp   []uint64
+	fabric []string
+}
+
+func takeCounts(n *pcor.Node) counts {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	c := counts{csw: ru.Nvcsw + ru.Nivcsw}
+	for _, s := range n.Stats() {
+		c.thread = append(c.thread, s.ThreadBatches)
+		c.disp = append(c.disp, s.DispatcherBatches)
+		c.fabric = append(c.fabric, s.Fabric)
+	}
+	return c
+}
+
+func (c counts) sub(o counts) counts {
+	d := counts{csw: c.csw - o.csw, fabric: c.fabric}
+	for i := range c.thread {
+		d.thread = append(d.thread, c.thread[i]-o.thread[i])
+		d.disp = append(d.disp, c.disp[i]-o.disp[i])
+	}
+	return d
+}
+
+func (c *counts) add(d counts) {
+	c.csw += d.csw
+	c.fabric = d.fabric
+	if c.thread == nil {
+		c.thread, c.disp = make([]uint64, len(d.thread)), make([]uint64, len(d.thread))
+	}
+	for i := range d.thread {
+		c.thread[i] += d.thread[i]
+		c.disp[i] += d.disp[i]
+	}
+}
+
+// per formats the counts per operation, over n operations.
+func (c counts) per(n int) string {
+	s := fmt.Sprintf("csw=%.2f", float64(c.csw)/float64(n))
+	for i, f := range c.fabric {
+		s += fmt.Sprintf(" %s:thread-batches=%.2f,dispatcher-batches=%.2f", f, float64(c.thread[i])/float64(n), float64(c.disp[i])/float64(n))
+	}
+	return s
 }
 
 // benchHandOut measures how long process 0, starting with all the work,
