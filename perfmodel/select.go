@@ -67,14 +67,17 @@ func (r Rule) Split(ts []float64) (keep, drop []float64) {
 }
 
 // Observation is the representative time of one configuration (n, p):
-// the mean of its samples that the rule kept.
+// the mean of its samples that the rule kept (and their median, for
+// times skewed to the right, such as round trips delayed by scheduling,
+// where the mean carries the delays the rule kept).
 type Observation struct {
 	N       float64 `json:"n"`
 	P       float64 `json:"p,omitempty"`
-	T       float64 `json:"t"`       // mean of the kept samples, seconds
-	SD      float64 `json:"sd"`      // their standard deviation
-	Kept    int     `json:"kept"`    // samples kept
-	Dropped int     `json:"dropped"` // samples dropped as anomalies
+	T       float64 `json:"t"`                // mean of the kept samples, seconds
+	Median  float64 `json:"median,omitempty"` // their median, seconds
+	SD      float64 `json:"sd"`               // their standard deviation
+	Kept    int     `json:"kept"`             // samples kept
+	Dropped int     `json:"dropped"`          // samples dropped as anomalies
 }
 
 // Summarize groups samples by (N, P), drops the anomalies of each group by
@@ -94,6 +97,8 @@ func Summarize(samples []Sample, rule Rule) []Observation {
 		keep, drop := rule.Split(ts)
 		o := Observation{N: k.n, P: k.p, Kept: len(keep), Dropped: len(drop)}
 		o.T, o.SD = stat.MeanStdDev(keep, nil)
+		slices.Sort(keep)
+		o.Median = stat.Quantile(0.5, stat.Empirical, keep, nil)
 		if len(keep) < 2 {
 			o.SD = 0
 		}

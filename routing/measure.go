@@ -42,23 +42,31 @@ func (t *Table) DirectLinks(sizes []int) []LinkSizes {
 
 // Measure times reps round trips of each size over link l with
 // roundTrip and records half of each as a one-way sample. The sizes take
-// turns in blocks of at most five round trips: a block sees the link as a
-// stream of that size does (a shaper's token bucket drained), and the
-// turns spread drift in the machine's load over every size. It stops at
-// the first error.
+// turns in blocks of at most five timed round trips: a block sees the
+// link as a stream of that size does (a shaper's token bucket drained),
+// and the turns spread drift in the machine's load over every size. As
+// bench warms up before it times, a first turn goes untimed (a new
+// link's first round trips pay for its buffers, pages and the peer's
+// start), and so does the first round trip of each block (it pays for
+// the size before it: a shaper's bucket left empty by larger messages,
+// acknowledgements of the last block). It stops at the first error.
 func (p *Prices) Measure(l Link, sizes []int, reps int, roundTrip func(size int) (time.Duration, error)) error {
-	for done := 0; done < reps; {
+	for done, warm := 0, true; done < reps; warm = false {
 		block := min(5, reps-done)
 		for _, s := range sizes {
-			for range block {
+			for i := range block + 1 {
 				d, err := roundTrip(s)
 				if err != nil {
 					return err
 				}
-				p.Observe(l, s, d/2)
+				if !warm && i > 0 {
+					p.Observe(l, s, d/2)
+				}
 			}
 		}
-		done += block
+		if !warm {
+			done += block
+		}
 	}
 	return nil
 }

@@ -95,10 +95,12 @@ func (p *Prices) Pin(l Link, c LinkCost) {
 	p.pinned[l] = c
 }
 
-// Refit fits every link with samples of two sizes or more (anomalies
-// dropped by perfmodel's rule) and reprices the links whose fit moved by
-// more than Drift since they were priced, or that had no price. It
-// returns the links repriced.
+// Refit fits every link with samples of two sizes or more and reprices
+// the links whose fit moved by more than Drift since they were priced, or
+// that had no price. It returns the links repriced. A size's time is the
+// median of its samples (anomalies dropped by perfmodel's rule), as bench
+// reports a link: one-way times are skewed to the right by waits for a
+// CPU, which a mean would carry into the fixed cost.
 func (p *Prices) Refit() []Link {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -107,6 +109,9 @@ func (p *Prices) Refit() []Link {
 		obs := perfmodel.Summarize(lp.samples.Samples(), perfmodel.Rule{})
 		if len(obs) < 2 {
 			continue
+		}
+		for i := range obs {
+			obs[i].T = obs[i].Median
 		}
 		m, err := perfmodel.Fit(perfmodel.Linear(), obs, perfmodel.Relative)
 		if err != nil {

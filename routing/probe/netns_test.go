@@ -72,7 +72,8 @@ type linkResult struct {
 
 // child runs one process of the topology: it joins, echoes on thread 0,
 // measures the links it is told to (to rank=network pairs in
-// PCOR_PROBE_MEASURE), prints one JSON line per link, then "DONE", and
+// PCOR_PROBE_MEASURE; with PCOR_PROBE_WAIT set, once a line arrives on
+// its standard input), prints one JSON line per link, then "DONE", and
 // stays until its standard input closes.
 func child(role string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -93,6 +94,14 @@ func child(role string) error {
 	}
 	go Echo(ctx, node.Thread(0))
 	th := node.Thread(1)
+	in := bufio.NewReader(os.Stdin)
+	if os.Getenv("PCOR_PROBE_WAIT") != "" {
+		// Another process measures first: two measurements at once
+		// would each time the other's probes competing for the CPUs.
+		if _, err := in.ReadString('\n'); err != nil {
+			return err
+		}
+	}
 	for _, f := range strings.Fields(os.Getenv("PCOR_PROBE_MEASURE")) {
 		peerS, network, _ := strings.Cut(f, "=")
 		peer, _ := strconv.Atoi(peerS)
@@ -105,7 +114,7 @@ func child(role string) error {
 		fmt.Println(string(b))
 	}
 	fmt.Println("DONE")
-	io.Copy(io.Discard, os.Stdin)
+	io.Copy(io.Discard, in)
 	return nil
 }
 
@@ -186,6 +195,14 @@ func startChild(t *testing.T, ns string, env ...string) *proc {
 	return &proc{cmd: cmd, in: in, out: bufio.NewScanner(out)}
 }
 
+// next lets a child waiting with PCOR_PROBE_WAIT measure.
+func (p *proc) next(t *testing.T) {
+	t.Helper()
+	if _, err := io.WriteString(p.in, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // results reads a child's link reports until DONE.
 func (p *proc) results(t *testing.T) map[string]linkResult {
 	t.Helper()
@@ -250,6 +267,7 @@ func TestGatewayLinkPrices(t *testing.T) {
 	ip(t, "-n", nsA, "route", "add", "10.77.2.0/24", "via", "10.77.1.2")
 	ip(t, "-n", nsB, "route", "add", "10.77.1.0/24", "via", "10.77.2.1")
 
+	// A measures its links first, then G: one measurement at a time.
 	start := func(port int, withZ bool, measureA, measureG string) (*proc, *proc, *proc) {
 		coord := fmt.Sprintf("10.77.1.1:%d", port)
 		listenA, listenB := "10.77.1.1:0@x", "10.77.2.2:0@y"
@@ -259,7 +277,7 @@ func TestGatewayLinkPrices(t *testing.T) {
 		}
 		a := startChild(t, nsA, envRole+"=rank0", envCoord+"="+coord, envListen+"="+listenA, "PCOR_PROBE_MEASURE="+measureA)
 		time.Sleep(200 * time.Millisecond) // A serves the directory
-		g := startChild(t, nsG, envRole+"=rank1", envCoord+"="+coord, envListen+"=10.77.1.2:0@x,10.77.2.1:0@y", "PCOR_PROBE_MEASURE="+measureG)
+		g := startChild(t, nsG, envRole+"=rank1", envCoord+"="+coord, envListen+"=10.77.1.2:0@x,10.77.2.1:0@y", "PCOR_PROBE_MEASURE="+measureG, "PCOR_PROBE_WAIT=1")
 		b := startChild(t, nsB, envRole+"=rank2", envCoord+"="+coord, envListen+"="+listenB)
 		return a, g, b
 	}
@@ -267,13 +285,16 @@ func TestGatewayLinkPrices(t *testing.T) {
 	// Run 1: every link present; with the default prices each pair talks
 	// over its direct link, which the probes measure.
 	a, g, b := start(base, true, "1=x 2=z", "2=y")
-	linksA, linksG := a.results(t), g.results(t)
+	linksA := a.results(t)
+	g.next(t)
+	linksG := g.results(t)
 	for _, p := range []*proc{a, g, b} {
 		p.in.Close()
 	}
 	// Run 2: no z link, so A reaches B through G, forwarded by pcor.
 	a2, g2, b2 := start(base+1, false, "2=via", "")
 	via := a2.results(t)["via"]
+	g2.next(t)
 	g2.results(t)
 	for _, p := range []*proc{a2, g2, b2} {
 		p.in.Close()
@@ -281,8 +302,8 @@ func TestGatewayLinkPrices(t *testing.T) {
 
 	links := map[string]linkResult{"x": linksA["x"], "z": linksA["z"], "y": linksG["y"]}
 	for name, r := range links {
-		t.Logf("link %s: probes a = %.1f µs, b = %.3g MB/s; ping-pong fitted alike a = %.1f µs, b = %.3g MB/s; as bench fits a = %.1f µs, b = %.3g MB/s",
-			name, 1e6*r.A, 1e-6/r.B, 1e6*r.RelA, 1e-6/r.RelB, 1e6*r.BenchA, 1e-6/r.BenchB)
+		t.Logf("link %s: probes a = %.1f µs, b = %.3g MB/s; ping-pong fitted alike a = %.1f µs, b = %.3g MB/s (probes' a %+.0f%%, bandwidth %+.0f%%); as bench fits a = %.1f µs, b = %.3g MB/s",
+			name, 1e6*r.A, 1e-6/r.B, 1e6*r.RelA, 1e-6/r.RelB, 100*(r.A/r.RelA-1), 100*(r.RelB/r.B-1), 1e6*r.BenchA, 1e-6/r.BenchB)
 	}
 	// The shaped link's per-byte cost is set by the shaper, so the two
 	// measurements must agree on it. How closely is a figure (logged;
