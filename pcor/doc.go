@@ -21,7 +21,10 @@
 //
 // Send buffers: the data slice given to Isend is read by the library until
 // the request completes (Test reports true or Wait returns); it must not be
-// modified before then. Send (and Ssend) return only when the destination
+// modified before then. A small message (EagerLimit bytes or less) to
+// another process is copied, and its request is done when Isend returns: a
+// delivery that fails later is reported by the next send to that process
+// (see Thread.Isend). Send (and Ssend) return only when the destination
 // process has accepted the whole message, so the buffer is free again on
 // return.
 //

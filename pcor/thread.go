@@ -40,9 +40,43 @@ func (t *Thread) Node() *Node { return t.node }
 
 // Isend starts sending data to dst with tag. data must not be modified
 // until the request completes.
+//
+// A small message (at most EagerLimit bytes) to a thread of another
+// process completes as soon as it is copied into the send queue: Isend
+// returns a request already done, data may be reused at once, and the
+// copy is kept until the destination acknowledges it, retransmitted from
+// if need be. This holds while fewer than 1024 copies await their
+// acknowledgement; beyond that Isend does not copy, and its request
+// completes once the destination accepted the message, so that a sender
+// faster than its receiver is slowed down by its Waits and its copies
+// stay bounded. Where a copied message goes:
+//   - a failure known when Isend is called (the destination process is
+//     down or unreachable, the node closed) completes the request with
+//     that error;
+//   - a delivery that fails later (the destination found dead or
+//     unreachable while the copy waited for its acknowledgement) is
+//     reported by the next send to that process, which fails with the
+//     same error (ErrPeerDown, ErrUnreachable);
+//   - Close gives copies still unacknowledged a short while (at most 2 s)
+//     to be acknowledged before failing them.
+//
+// A program that must know each message accepted uses Ssend (or Send).
+// Messages to threads of the same process, and larger ones, are never
+// copied: their request completes once the message is accepted.
 func (t *Thread) Isend(dst Addr, tag Tag, data []byte) *Request {
-	return &Request{t.ep.Isend(engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data)}
+	r := t.ep.IsendCopy(engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data)
+	if r.Copied() {
+		return copiedRequest
+	}
+	return &Request{r}
 }
+
+// copiedRequest is the request of every message Isend copied: a send done
+// without error, shared so that a copied send allocates nothing.
+var copiedRequest = &Request{engine.CopiedSend()}
+
+// EagerLimit is the largest message Isend copies.
+const EagerLimit = engine.EagerLimit
 
 // Send sends data to dst with tag and returns once the destination process
 // has accepted the whole message (the same as Ssend). If ctx ends first

@@ -29,6 +29,44 @@ func (ep *Endpoint) Isend(dstProc ProcID, dstThread ThreadID, tag Tag, data []by
 	return r
 }
 
+// IsendCopy is Isend that completes at once for a small message to
+// another process: while fewer than maxPosted posted copies await their
+// acknowledgement, data of at most EagerLimit bytes is copied and queued
+// (Post) and the request returned is already done, so data may be reused
+// at once. A failure known at once (the destination is down or
+// unreachable, the engine closed) completes the request with that error; a
+// delivery that fails later is reported by the next send to that process.
+// Otherwise it is Isend. The request of a copied send is shared: it holds
+// no message, and Cancel does nothing to it.
+func (ep *Endpoint) IsendCopy(dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) *Request {
+	if len(data) > EagerLimit || dstProc == ep.e.cfg.Proc || ep.e.posted.Load() >= maxPosted {
+		return ep.Isend(dstProc, dstThread, tag, data)
+	}
+	if err := ep.Post(dstProc, dstThread, tag, data); err != nil {
+		r := newRequest(ep.e, sendReq)
+		r.err = err
+		r.state.Store(stateDone)
+		return r
+	}
+	return copiedSend
+}
+
+// copiedSend is the request IsendCopy returns for a message it copied: a
+// send done without error, whose Done channel is closed.
+var copiedSend = func() *Request {
+	r := &Request{kind: sendReq, done: make(chan struct{})}
+	close(r.done)
+	r.state.Store(stateDone)
+	return r
+}()
+
+// CopiedSend is the request IsendCopy returns for a message it copied.
+func CopiedSend() *Request { return copiedSend }
+
+// Copied reports whether r is the request IsendCopy returns for a message
+// it copied.
+func (r *Request) Copied() bool { return r == copiedSend }
+
 // Irecv posts a receive of a message from srcProc and srcThread (wildcards
 // allowed) with tag (or AnyTag) into buf (nil: the engine allocates).
 func (ep *Endpoint) Irecv(srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) *Request {
