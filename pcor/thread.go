@@ -172,7 +172,8 @@ func (r *Request) Wait(ctx context.Context) error { return apiError(r.r.Wait(ctx
 // which keeps the port with its dispatcher goroutine (each message then
 // costs a hand-over between threads). Done suits a request that may wait
 // long and whose completion is not on a hurried path, such as a receive
-// posted to learn that a peer went down.
+// posted to learn that a peer went down. The request of a send Isend
+// copied is done already: its Done channel is closed.
 func (r *Request) Done() <-chan struct{} { return r.r.Done() }
 
 // Cancel withdraws the request if it has not completed.
