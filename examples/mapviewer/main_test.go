@@ -238,7 +238,7 @@ func TestServeRefusesAllInterfaces(t *testing.T) {
 		{"serve", "--dir", set.Dir, "--addr", ":0"},
 		{"demo", "--dir", set.Dir, "--addr", "[::]:0"},
 	} {
-		out, err := run(t, hangGuard, args...)
+		out, err := refused(t, args...)
 		if err == nil || !strings.Contains(out, "--public") {
 			t.Errorf("%v: %v, want a refusal naming --public\n%s", args, err, out)
 		}
@@ -250,6 +250,63 @@ func TestServeRefusesAllInterfaces(t *testing.T) {
 	}
 	if err := checkAddr("0.0.0.0:0", true); err != nil {
 		t.Errorf("checkAddr with public: %v", err)
+	}
+}
+
+// refused runs mapviewer with args, which should refuse to start, and
+// returns its output and exit. One that serves instead is killed as soon
+// as it prints its URL (an error naming the URL is returned), so that no
+// process of it outlives the test.
+func refused(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	mv, pr, _ := programs(t)
+	cmd := exec.Command(mv, args...)
+	cmd.Env = append(os.Environ(), "PCORRUN="+pr, "XDG_CACHE_HOME="+t.TempDir())
+	pr0, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr0.Close()
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		go func() {
+			for range lines {
+			}
+		}()
+		noStrays(t)
+		pr0.Close()
+	}()
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(pr0)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var out strings.Builder
+	guard := time.NewTimer(hangGuard)
+	defer guard.Stop()
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return out.String(), cmd.Wait()
+			}
+			out.WriteString(l + "\n")
+			if strings.Contains(l, "map viewer on") {
+				return out.String(), fmt.Errorf("served: %s", l)
+			}
+		case <-guard.C:
+			t.Fatalf("mapviewer %s still running after %v:\n%s", strings.Join(args, " "), hangGuard, out.String())
+		}
 	}
 }
 
@@ -272,7 +329,8 @@ func TestGenDefaultsServeFourDaemons(t *testing.T) {
 	}
 }
 
-// serve --daemons N stops on SIGINT with exit status 0, as the demo does.
+// serve --daemons N stops on SIGINT with exit status 0, as the demo does,
+// without reporting its daemons down.
 func TestServeDaemonsInterruptExitsZero(t *testing.T) {
 	mv, pr, set := programs(t)
 	cmd := exec.Command(mv, "serve", "--daemons", "2", "--dir", set.Dir, "--addr", "127.0.0.1:0", "--pcorrun", pr)
@@ -285,6 +343,10 @@ func TestServeDaemonsInterruptExitsZero(t *testing.T) {
 	case err := <-done:
 		if err != nil {
 			t.Errorf("serve --daemons 2 after SIGINT: %v\n%s", err, lines())
+		}
+		// The daemons stopped with the viewer: no failure to report.
+		if strings.Contains(lines(), "is down") {
+			t.Errorf("serve --daemons 2 reported its daemons down when stopped:\n%s", lines())
 		}
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("serve still running 2 minutes after SIGINT")

@@ -54,6 +54,7 @@ type Process struct {
 
 	mu         sync.Mutex
 	loader     *Loader
+	stopping   <-chan struct{}         // the viewer's context ending: a shutdown
 	joinLost   context.CancelCauseFunc // set while the viewer waits
 	viewerGone chan struct{}
 	goneOnce   sync.Once
@@ -111,8 +112,21 @@ func (p *Process) Rank() pcor.ProcID { return p.Node.Proc() }
 // Daemons is the number of daemons of the application.
 func (p *Process) Daemons() int { return max(0, p.Size-1) }
 
-// Close leaves the application.
-func (p *Process) Close() error { return p.Node.Close() }
+// Close leaves the application: in order (the others see it leave with
+// reason "left", which the viewer does not report as a failure when it
+// is stopping itself), then closes the node.
+func (p *Process) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), leaveTimeout)
+	defer cancel()
+	if dc := p.Node.Directory(); dc != nil { // nil once closed
+		dc.Leave(ctx)
+	}
+	return p.Node.Close()
+}
+
+// leaveTimeout bounds how long Close waits for the directory to
+// acknowledge that the process leaves.
+const leaveTimeout = 2 * time.Second
 
 // onEvent sees every membership change: a daemon that leaves is marked
 // down in the loader (its tiles go to replicas or fail at once), one that
@@ -137,13 +151,48 @@ func (p *Process) onEvent(ev directory.Event) {
 		return
 	}
 	p.mu.Lock()
-	l, lost := p.loader, p.joinLost
+	l, lost, stopping := p.loader, p.joinLost, p.stopping
 	p.mu.Unlock()
 	if lost != nil {
 		lost(fmt.Errorf("%w: daemon %d left before all %d processes joined (%s)", ErrMembership, proc, p.Size, ev.Reason))
 	}
-	if l != nil {
-		l.MarkDown(proc, fmt.Errorf("daemon %d left the application (%s)", proc, ev.Reason))
+	if l == nil {
+		return
+	}
+	reason := fmt.Errorf("daemon %d left the application (%s)", proc, ev.Reason)
+	if isDone(stopping) {
+		l.markDown(proc, reason, false) // stopped with the viewer
+		return
+	}
+	if ev.Reason != directory.ReasonLeft {
+		l.MarkDown(proc, reason)
+		return
+	}
+	// A daemon that left in order may have been stopped with the viewer
+	// (Ctrl-C reaches every process of the application at once): it is
+	// down at once, and reported as down only if the viewer goes on.
+	l.markDown(proc, reason, false)
+	go func() {
+		t := time.NewTimer(shutdownGrace)
+		defer t.Stop()
+		select {
+		case <-stopping:
+		case <-t.C:
+			l.reportDown(proc, reason)
+		}
+	}()
+}
+
+// shutdownGrace is how long after a daemon left in order the viewer
+// waits for its own stop before it reports the daemon down.
+const shutdownGrace = time.Second
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -189,7 +238,7 @@ func (p *Process) Viewer(ctx context.Context, set tiles.Set, timeout time.Durati
 	}
 	l.Logf, l.RestartHint = p.Logf, p.RestartHint
 	p.mu.Lock()
-	p.loader = l
+	p.loader, p.stopping = l, ctx.Done()
 	p.mu.Unlock()
 	// A daemon gone between the wait and now was not marked down.
 	for r := 1; r <= n; r++ {

@@ -98,7 +98,10 @@ func NewLoader(node *pcor.Node, set tiles.Set, daemons []pcor.ProcID, timeout ti
 
 // MarkDown records that process p is gone: requests waiting on it fail at
 // once and later loads go to replicas.
-func (l *Loader) MarkDown(p pcor.ProcID, reason error) {
+func (l *Loader) MarkDown(p pcor.ProcID, reason error) { l.markDown(p, reason, true) }
+
+// markDown is MarkDown, which logs the daemon down if report.
+func (l *Loader) markDown(p pcor.ProcID, reason error, report bool) {
 	l.mu.Lock()
 	st, ok := l.state[p]
 	if !ok || st.down != nil {
@@ -109,6 +112,20 @@ func (l *Loader) MarkDown(p pcor.ProcID, reason error) {
 	l.mu.Unlock()
 	l.sched.kick()
 	l.node.RemovePeer(p, fmt.Errorf("%w: %v", pcor.ErrPeerDown, reason))
+	if report {
+		l.reportDown(p, reason)
+	}
+}
+
+// reportDown logs that daemon p is down, if it still is.
+func (l *Loader) reportDown(p pcor.ProcID, reason error) {
+	l.mu.Lock()
+	st := l.state[p]
+	still := st != nil && st.down == reason
+	l.mu.Unlock()
+	if !still {
+		return
+	}
 	l.logf("daemon %d is down: %v; the tiles of node directories %v come from their replicas", p, reason, l.nodesOf(p))
 	if l.RestartHint != nil {
 		l.logf("daemon %d: to start it again: %s", p, l.RestartHint(p))
