@@ -14,9 +14,9 @@ import (
 )
 
 // loadRuns reads every samples-*.json in dir and merges the samples of
-// the same process count and the same side of fitN: those of plates at
-// most fitN points wide are marked Fit (fitN 0: none is).
-func loadRuns(dir string, fitN int) ([]Samples, error) {
+// the same process count and the same side of fitN: those of the plates
+// fitN reports are marked Fit (fitN nil: none is).
+func loadRuns(dir string, fitN func(n int) bool) ([]Samples, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "samples-*.json"))
 	if err != nil || len(files) == 0 {
 		return nil, fmt.Errorf("no samples-*.json in %s", dir)
@@ -49,7 +49,7 @@ func loadRuns(dir string, fitN int) ([]Samples, error) {
 			parts[int(widest)] = s.Regions
 		}
 		for n, regs := range parts {
-			k := key{s.P, fitN > 0 && n <= fitN}
+			k := key{s.P, fitN != nil && fitN(n)}
 			m := byKey[k]
 			if m == nil {
 				m = &Samples{P: s.P, Iters: s.Iters, Fit: k.fit, Regions: map[string][]perfmodel.Sample{}}
@@ -97,26 +97,28 @@ func loadRuns(dir string, fitN int) ([]Samples, error) {
 //     the plate's bytes (the seed's (p−1)·(a + b·m), m = B/(p−1));
 //   - iterations: the workers are kept in step by the halo exchange, so
 //     each waits for the slowest. That worker's wall time per iteration is
-//     its CPU time for one, C(x, p) = a + c·p + b·x (its sweep of x points
-//     at b each, and its two exchanges, whose waits spin longer the more
-//     processes share the two CPUs), over the share s_p of a CPU it gets
-//     (its quota, or less when the p processes and the machine's other
-//     work want more than the two CPUs), measured per process count on the
-//     fitted plates. Fitted per process count as a_p + b_p·x, the CPU
-//     time's worst error on the large plates was 31-36% in three runs at
-//     load 15-34, against 23-26% (the small plates' exchanges, which the
-//     machine's load makes noisy, weighing on each slope alone);
+//     its CPU time for one over the share s_p of a CPU it gets (its quota,
+//     or less when the p processes and the machine's other work want more
+//     than the two CPUs), measured per process count on the fitted
+//     plates. Its CPU time is measured in two regions: the sweep's,
+//     S(x) = a + b·x for its x points, and the rest, R(B_h, p) = a + c·p +
+//     d·B_h: the exchange of two halo rows of B_h = 8N bytes each way (the
+//     seed's a + b·m per message), and the waits for the neighbours, whose
+//     spins are longer the more processes share the two CPUs;
 //   - collect: the rest of a solve (the workers' unpacking and packing and
 //     the return of the blocks), in the same form as the scatter.
 //
-// An earlier model fitted the iteration's wall time as a + b·x + c·p +
-// d·x·p over every p at once: its negative x·p coefficient predicted the
-// largest plates at p = 6-7 16-28% low on a quiet machine.
+// Earlier models fitted the CPU time per iteration as one region, a +
+// c·p + b·x: with no term in the halo rows' bytes, it predicted the large
+// plates 6-26% low on a quiet machine (every one low), and before that
+// the wall time as a + b·x + c·p + d·x·p (16-28% low at p = 6-7).
 const (
 	regScatter = "scatter"
 	regCollect = "collect"
-	regCPU     = "slowest-cpu" // CPU time per iteration of the slowest worker
-	regWall    = "slowest"     // its wall time per iteration
+	regCPU     = "slowest-cpu"       // CPU time per iteration of the slowest worker
+	regSweep   = "slowest-sweep-cpu" // the part of it in its sweep
+	regRest    = "slowest-rest-cpu"  // the rest: halo exchange, pcor, runtime
+	regWall    = "slowest"           // its wall time per iteration
 )
 
 // commForm is (p−1)·a + b·B, evaluated at (B, p−1).
@@ -130,19 +132,27 @@ func commArg(n, p float64) (float64, float64) { return 8 * n * n, p - 1 }
 // workers.
 func points(n, p float64) float64 { return n * math.Ceil(n/(p-1)) }
 
-// cpuForm is the slowest worker's CPU time per iteration, a + c·p + b·x,
-// evaluated at (x, p).
-var cpuForm = perfmodel.Form{{}, {P: 1}, {N: 1}}
+// sweepForm is the sweep's CPU time per iteration, a + b·x, evaluated at
+// (x, p).
+var sweepForm = perfmodel.Form{{}, {N: 1}}
+
+// restForm is the rest of the CPU time per iteration, a + c·p + d·B_h,
+// evaluated at (B_h, p) (restArg).
+var restForm = perfmodel.Form{{}, {P: 1}, {N: 1}}
+
+// restArg maps a plate (N, p) to the rest's arguments: the bytes of a
+// halo row, and p.
+func restArg(n, p float64) (float64, float64) { return 8 * n, p }
 
 func shareName(p int) string { return fmt.Sprintf("share/p=%d", p) }
 
 // program composes the region models of process count p into the solver's
 // model:
 //
-//	T(N) = T_scatter(8N², p−1) + I·C(x, p)/s_p + T_collect(8N², p−1)
+//	T(N) = T_scatter(8N², p−1) + I·(S(x) + R(8N, p))/s_p + T_collect(8N², p−1)
 //
-// with C the slowest worker's CPU time per iteration and s_p its share
-// of a CPU.
+// with S + R the slowest worker's CPU time per iteration (its sweep's and
+// the rest) and s_p its share of a CPU.
 func program(set *perfmodel.Set, iters, p int) (*perfmodel.Program, error) {
 	sc, err := set.Get(regScatter)
 	if err != nil {
@@ -152,7 +162,11 @@ func program(set *perfmodel.Set, iters, p int) (*perfmodel.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	cpu, err := set.Get(regCPU)
+	sweep, err := set.Get(regSweep)
+	if err != nil {
+		return nil, err
+	}
+	rest, err := set.Get(regRest)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +180,9 @@ func program(set *perfmodel.Set, iters, p int) (*perfmodel.Program, error) {
 	}
 	return &perfmodel.Program{Parts: []perfmodel.Part{
 		{Name: regScatter, Model: sc, Arg: commArg},
-		{Name: "iterations", Model: cpu, Arg: func(n, p float64) (float64, float64) { return points(n, p), p },
+		{Name: "sweeps", Model: sweep, Arg: func(n, p float64) (float64, float64) { return points(n, p), p },
+			Count: func(float64, float64) float64 { return float64(iters) / s }},
+		{Name: "exchanges", Model: rest, Arg: restArg,
 			Count: func(float64, float64) float64 { return float64(iters) / s }},
 		{Name: regCollect, Model: co, Arg: commArg},
 	}}, nil
@@ -180,7 +196,7 @@ var sampleRule = perfmodel.Rule{}
 func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (*perfmodel.Set, []int, error) {
 	set := &perfmodel.Set{Observations: map[string][]perfmodel.Observation{}}
 	comm := map[string][]perfmodel.Sample{}
-	var cpu []perfmodel.Sample
+	var sweep, rest []perfmodel.Sample
 	share := map[int][]perfmodel.Sample{}
 	var ps []int
 	for _, r := range runs {
@@ -196,7 +212,8 @@ func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (
 				comm[name] = append(comm[name], s)
 			}
 		}
-		cpu = append(cpu, r.Regions[regCPU]...)
+		sweep = append(sweep, r.Regions[regSweep]...)
+		rest = append(rest, r.Regions[regRest]...)
 		walls := r.Regions[regWall]
 		for i, s := range r.Regions[regCPU] {
 			if i < len(walls) && walls[i].T > 0 {
@@ -228,7 +245,10 @@ func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (
 	}
 	// Absolute residuals: the large blocks, whose CPU time is mostly the
 	// sweep, weigh most.
-	if err := fit(regCPU, cpuForm, cpu, perfmodel.Absolute); err != nil {
+	if err := fit(regSweep, sweepForm, sweep, perfmodel.Absolute); err != nil {
+		return nil, nil, err
+	}
+	if err := fit(regRest, restForm, rest, perfmodel.Absolute); err != nil {
 		return nil, nil, err
 	}
 	for _, p := range ps {
@@ -254,27 +274,46 @@ func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (
 	return set, ps, nil
 }
 
-// analyzeRuns fits the region models on the runs fitList names and
-// predicts the others: "3,4" fits the runs with those process counts,
-// "n<=512" the runs whose plates are all at most 512 points wide (of
-// every process count).
-func analyzeRuns(in, out, fitList string) error {
-	fitN := 0
-	fitP := map[int]bool{}
+// parseFit reads -fit: "3,4" names the runs with those process counts
+// (fitP), "n<=512" the plates at most 512 points wide, "n=512,1024" the
+// plates of those sizes (fitN; both of every process count).
+func parseFit(fitList string) (fitN func(int) bool, fitP map[int]bool, desc string, err error) {
+	bad := fmt.Errorf("bad -fit %q", fitList)
+	fitP = map[int]bool{}
 	if v, ok := strings.CutPrefix(fitList, "n<="); ok {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return fmt.Errorf("bad -fit %q", fitList)
+			return nil, nil, "", bad
 		}
-		fitN = n
-	} else {
-		for _, f := range strings.Split(fitList, ",") {
-			p, err := strconv.Atoi(strings.TrimSpace(f))
-			if err != nil {
-				return fmt.Errorf("bad -fit %q", fitList)
+		return func(m int) bool { return m <= n }, fitP, fmt.Sprintf("plates N ≤ %d (every process count)", n), nil
+	}
+	if v, ok := strings.CutPrefix(fitList, "n="); ok {
+		ns := map[int]bool{}
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				return nil, nil, "", bad
 			}
-			fitP[p] = true
+			ns[n] = true
 		}
+		return func(m int) bool { return ns[m] }, fitP, fmt.Sprintf("plates N = %s (every process count)", v), nil
+	}
+	for _, f := range strings.Split(fitList, ",") {
+		p, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, nil, "", bad
+		}
+		fitP[p] = true
+	}
+	return nil, fitP, "p = " + fitList, nil
+}
+
+// analyzeRuns fits the region models on the runs fitList names (parseFit)
+// and predicts the others.
+func analyzeRuns(in, out, fitList string) error {
+	fitN, fitP, fitDesc, err := parseFit(fitList)
+	if err != nil {
+		return err
 	}
 	runs, err := loadRuns(in, fitN)
 	if err != nil {
@@ -286,16 +325,14 @@ func analyzeRuns(in, out, fitList string) error {
 		if r.Iters != iters {
 			return fmt.Errorf("runs with %d and %d iterations", iters, r.Iters)
 		}
-		if len(r.Regions[regWall]) == 0 {
-			return fmt.Errorf("p=%d: no %q samples (samples of an older run?)", r.P, regWall)
+		for _, name := range []string{regWall, regSweep} {
+			if len(r.Regions[name]) == 0 {
+				return fmt.Errorf("p=%d: no %q samples (samples of an older run?)", r.P, name)
+			}
 		}
 	}
 	var b strings.Builder
-	fitDesc := "p = " + fitList
-	if fitN > 0 {
-		fitDesc = fmt.Sprintf("plates N ≤ %d (every process count)", fitN)
-	}
-	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped; the slowest worker's CPU time per iteration by its points x and p, and its share of a CPU per process count). The scatter and the collection are printed in n = B, the plate's bytes 8N², and p = the p−1 blocks; the CPU time per iteration in n = x:\n\n", fitDesc, 3.0)
+	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped; the slowest worker's CPU time per iteration in its sweep by its points x, and the rest by the bytes of a halo row and p, and its share of a CPU per process count). The scatter and the collection are printed in n = B, the plate's bytes 8N², and p = the p−1 blocks; the sweep's CPU time in n = x; the rest in n = 8N:\n\n", fitDesc, 3.0)
 	set, ps, err := fitRegions(runs, fitted, &b)
 	if err != nil {
 		return err
@@ -306,7 +343,7 @@ func analyzeRuns(in, out, fitList string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(&b, "\nProgram model: T(N,p) = T_scatter(8N², p−1) + %d·C(x,p)/s_p + T_collect(8N², p−1), x = N·⌈N/(p−1)⌉\n\n", iters)
+	fmt.Fprintf(&b, "\nProgram model: T(N,p) = T_scatter(8N², p−1) + %d·(S(x) + R(8N,p))/s_p + T_collect(8N², p−1), x = N·⌈N/(p−1)⌉\n\n", iters)
 
 	// The Table 1 analogue: every (N, p) run not used in the fit. The
 	// measured time is the median of the solves, with their range and
@@ -357,7 +394,12 @@ func analyzeRuns(in, out, fitList string) error {
 			cell := func(pred, m float64) string { return fmt.Sprintf(" %.4g / %.4g (%+.0f%%) |", pred, m, 100*(pred-m)/m) }
 			fmt.Fprintf(&regionRows, "| %.0f | %.0f |", o.N, o.P)
 			regionRows.WriteString(cell(set.Models[regScatter].Predict(bn, bp).T, medianOf(r.Regions[regScatter], o.N, o.P, 0)))
-			c := set.Models[regCPU].Predict(x, o.P).T
+			sw := set.Models[regSweep].Predict(x, o.P).T
+			hb, hp := restArg(o.N, o.P)
+			re := set.Models[regRest].Predict(hb, hp).T
+			c := sw + re
+			regionRows.WriteString(cell(sw, medianOf(r.Regions[regSweep], x, o.P, o.N)))
+			regionRows.WriteString(cell(re, medianOf(r.Regions[regRest], hb, o.P, 0)))
 			regionRows.WriteString(cell(c, medianOf(r.Regions[regCPU], x, o.P, o.N)))
 			regionRows.WriteString(cell(c/set.Models[shareName(r.P)].Predict(0, 0).T, medianOf(r.Regions[regWall], x, o.P, o.N)))
 			regionRows.WriteString(cell(set.Models[regCollect].Predict(bn, bp).T, medianOf(r.Regions[regCollect], o.N, o.P, 0)))
@@ -365,7 +407,7 @@ func analyzeRuns(in, out, fitList string) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nWorst absolute error over the %d configurations not fitted: %.2f%% (%d of %d within 10%%).\n", count, worst, within, count)
-	fmt.Fprintf(&b, "\nEach region's model against the median of its samples (seconds; model / measured), in the configurations not fitted:\n\n| N | p | scatter | slowest worker's CPU per iteration | its wall time per iteration | collect |\n|---|---|---|---|---|---|\n%s", regionRows.String())
+	fmt.Fprintf(&b, "\nEach region's model against the median of its samples (seconds; model / measured), in the configurations not fitted:\n\n| N | p | scatter | slowest worker's sweep CPU per iteration | the rest of its CPU per iteration | its CPU per iteration | its wall time per iteration | collect |\n|---|---|---|---|---|---|---|---|\n%s", regionRows.String())
 	fmt.Fprintf(&b, "\nFor reference, the configurations the region models were fitted on:\n\n%s%s", header, fitRows.String())
 	fmt.Print(b.String())
 	if out == "" {

@@ -71,7 +71,8 @@ func TestProgramComposition(t *testing.T) {
 	set := &perfmodel.Set{}
 	set.Put(regScatter, &perfmodel.Model{Form: commForm, Coef: []float64{1e-3, 1e-9}})
 	set.Put(regCollect, &perfmodel.Model{Form: commForm, Coef: []float64{2e-3, 3e-9}})
-	set.Put(regCPU, &perfmodel.Model{Form: cpuForm, Coef: []float64{1e-4, 3e-5, 2e-9}})
+	set.Put(regSweep, &perfmodel.Model{Form: sweepForm, Coef: []float64{1e-4, 2e-9}})
+	set.Put(regRest, &perfmodel.Model{Form: restForm, Coef: []float64{5e-5, 3e-5, 7e-8}})
 	set.Put(shareName(3), &perfmodel.Model{Form: perfmodel.Form{{}}, Coef: []float64{0.25}})
 	pg, err := program(set, 10, 3)
 	if err != nil {
@@ -79,7 +80,8 @@ func TestProgramComposition(t *testing.T) {
 	}
 	n, p := 100.0, 3.0
 	x, bytes := n*50, 8*n*n
-	want := (2*1e-3 + 1e-9*bytes) + 10*(1e-4+3e-5*p+2e-9*x)/0.25 + (2*2e-3 + 3e-9*bytes)
+	// The halo rows' bytes (8N) enter the rest of the iteration's CPU time.
+	want := (2*1e-3 + 1e-9*bytes) + 10*(1e-4+2e-9*x+5e-5+3e-5*p+7e-8*8*n)/0.25 + (2*2e-3 + 3e-9*bytes)
 	if got := pg.Predict(n, p).T; math.Abs(got-want) > 1e-12 {
 		t.Fatalf("program %v, want %v", got, want)
 	}
@@ -133,7 +135,8 @@ func TestBlocksMatchSerialSolve(t *testing.T) {
 }
 
 // Each solve's slowest worker is the one whose iterations took longest,
-// its CPU time comes with it, and the collection is what the solve took
+// its CPU time comes with it, split into its sweep's and the rest (by the
+// bytes of a halo row), and the collection is what the solve took
 // besides the scatter and those iterations.
 func TestSlowestWorkerOfEachSolve(t *testing.T) {
 	const n, iters = 90, 10
@@ -143,14 +146,22 @@ func TestSlowestWorkerOfEachSolve(t *testing.T) {
 	}
 	worker := func(it0, it1, cpu0, cpu1 float64) map[int]map[string][]perfmodel.Sample {
 		return map[int]map[string][]perfmodel.Sample{n: {
-			"iter": {{N: 30 * n, P: 4, T: it0}, {N: 30 * n, P: 4, T: it1}},
-			"cpu":  {{N: 30 * n, P: 4, T: cpu0}, {N: 30 * n, P: 4, T: cpu1}},
+			"iter":      {{N: 30 * n, P: 4, T: it0}, {N: 30 * n, P: 4, T: it1}},
+			"cpu":       {{N: 30 * n, P: 4, T: cpu0}, {N: 30 * n, P: 4, T: cpu1}},
+			"sweep-cpu": {{N: 30 * n, P: 4, T: cpu0 * 0.75}, {N: 30 * n, P: 4, T: cpu1 * 0.75}},
 		}}
 	}
 	// Worker 2 is the slowest in the first solve, worker 3 in the second.
 	workers := []map[int]map[string][]perfmodel.Sample{nil, worker(0.05, 0.06, 0.011, 0.012), worker(0.08, 0.07, 0.021, 0.022), worker(0.07, 0.15, 0.031, 0.032)}
 	slowest(regs, workers, n, iters)
-	want := map[string][]float64{"slowest": {0.08, 0.15}, "slowest-cpu": {0.021, 0.032}, "collect": {1.0 - 0.1 - 0.8, 2.0 - 0.2 - 1.5}}
+	want := map[string][]float64{"slowest": {0.08, 0.15}, "slowest-cpu": {0.021, 0.032},
+		"slowest-sweep-cpu": {0.021 * 0.75, 0.032 * 0.75}, "slowest-rest-cpu": {0.021 * 0.25, 0.032 * 0.25},
+		"collect": {1.0 - 0.1 - 0.8, 2.0 - 0.2 - 1.5}}
+	for _, s := range regs["slowest-rest-cpu"] {
+		if s.N != 8*n || s.P != 4 {
+			t.Fatalf("rest of the CPU time at (%v, %v), want (8N, p) = (%v, 4)", s.N, s.P, 8*n)
+		}
+	}
 	for name, ts := range want {
 		got := regs[name]
 		if len(got) != len(ts) {
@@ -160,6 +171,33 @@ func TestSlowestWorkerOfEachSolve(t *testing.T) {
 			if math.Abs(got[i].T-w) > 1e-12 {
 				t.Errorf("%s, solve %d: %v, want %v", name, i, got[i].T, w)
 			}
+		}
+	}
+}
+
+// -fit names the plates or process counts the models are fitted on; the
+// sizes listed are fitted and the sizes between them are not.
+func TestParseFit(t *testing.T) {
+	fitN, _, _, err := parseFit("n=512,768,1024,1536,1792")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, want := range map[int]bool{512: true, 1536: true, 1792: true, 640: false, 896: false, 1280: false, 2048: false} {
+		if fitN(n) != want {
+			t.Errorf("n=%d fitted: %v, want %v", n, fitN(n), want)
+		}
+	}
+	fitN, _, _, err = parseFit("n<=1024")
+	if err != nil || !fitN(1024) || fitN(1280) {
+		t.Fatalf("n<=1024: %v", err)
+	}
+	fitN, fitP, _, err := parseFit("3,4")
+	if err != nil || fitN != nil || !fitP[3] || !fitP[4] || fitP[5] {
+		t.Fatalf("3,4: %v %v", fitP, err)
+	}
+	for _, bad := range []string{"n=", "n=512,x", "n<=0", "three"} {
+		if _, _, _, err := parseFit(bad); err == nil {
+			t.Errorf("-fit %q accepted", bad)
 		}
 	}
 }

@@ -11,16 +11,17 @@
 // the whole solve ("total"); each worker times the unpacking and packing
 // of its block ("unpack", "pack", by its points) and its iterations after
 // the first ("iter": the halo exchange and the sweep, by its points and p,
-// with "halo" and "sweep" apart, and "cpu": its CPU time, each per
-// iteration) and sends its samples to the master, which saves them all, by
+// with "halo" and "sweep" apart, "cpu": its CPU time, and "sweep-cpu":
+// its sweep's, each per iteration) and sends its samples to the master, which saves them all, by
 // plate size, with each solve's slowest worker ("slowest", "slowest-cpu")
 // and the rest of the solve ("collect"). The first solve of a run, of the
 // widest plate, is not timed.
 //
-//	heat -analyze -fit 'n<=1024' -in DIR -out DIR
+//	heat -analyze -fit 'n=512,768,1024,1536,1792' -in DIR -out DIR
 //
-// fits the region models on the runs named by -fit (plates up to a size,
-// or process counts: -fit 3,4), composes the program model and writes the
+// fits the region models on the runs named by -fit (plates of the sizes
+// listed, plates up to a size: -fit 'n<=1024', or process counts: -fit
+// 3,4), composes the program model and writes the
 // Table 1 analogue (estimated, measured, error) for every other run.
 // run.sh does both steps.
 package main
@@ -45,6 +46,7 @@ import (
 	"github.com/pcor-go/pcor/examples/internal/loadavg"
 	"github.com/pcor-go/pcor/pcor"
 	"github.com/pcor-go/pcor/perfmodel"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -60,7 +62,7 @@ func main() {
 	iters := flag.Int("iters", 100, "Jacobi iterations per solve")
 	samples := flag.String("samples", "", "file to save the region samples to (master)")
 	analyze := flag.Bool("analyze", false, "fit and predict from saved samples instead of running")
-	fit := flag.String("fit", "n<=1024", "with -analyze: the runs the models are fitted on: plates up to a size (n<=1024) or process counts (3,4)")
+	fit := flag.String("fit", "n=512,768,1024,1536,1792", "with -analyze: the runs the models are fitted on: plates of the sizes listed (n=512,1024), up to a size (n<=1024), or process counts (3,4)")
 	in := flag.String("in", ".", "with -analyze: directory of samples-*.json")
 	out := flag.String("out", "", "with -analyze: directory for RESULTS.md, models.json and table1.svg")
 	timeout := flag.Duration("timeout", 30*time.Minute, "give up after this long")
@@ -241,17 +243,19 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 // slowest adds to a plate's regions, for each solve, the iterations of
 // the worker that took longest over them ("slowest": its wall time per
 // iteration, by its points and p; "slowest-cpu": its CPU time per
-// iteration), and what the solve took besides the scatter and those
+// iteration, split into "slowest-sweep-cpu", its sweep's, by its points,
+// and "slowest-rest-cpu", the rest: the halo exchange, pcor's and the
+// runtime's work, by the bytes of a halo row 8N), and what the solve took besides the scatter and those
 // iterations ("collect": the workers' unpacking and packing and the return
 // of the blocks, by N and p). The iterations keep the workers in step, so
 // the solve waits for the slowest of them.
 func slowest(regs map[string][]perfmodel.Sample, workers []map[int]map[string][]perfmodel.Sample, n, iters int) {
 	for i, tot := range regs["total"] {
-		var slow, cpu perfmodel.Sample
+		var slow, cpu, sweep perfmodel.Sample
 		for _, rs := range workers {
-			its, cpus := rs[n]["iter"], rs[n]["cpu"]
-			if i < len(its) && i < len(cpus) && its[i].T > slow.T {
-				slow, cpu = its[i], cpus[i]
+			its, cpus, sweeps := rs[n]["iter"], rs[n]["cpu"], rs[n]["sweep-cpu"]
+			if i < len(its) && i < len(cpus) && i < len(sweeps) && its[i].T > slow.T {
+				slow, cpu, sweep = its[i], cpus[i], sweeps[i]
 			}
 		}
 		if slow.T == 0 || i >= len(regs["scatter"]) {
@@ -259,6 +263,8 @@ func slowest(regs map[string][]perfmodel.Sample, workers []map[int]map[string][]
 		}
 		regs["slowest"] = append(regs["slowest"], slow)
 		regs["slowest-cpu"] = append(regs["slowest-cpu"], cpu)
+		regs["slowest-sweep-cpu"] = append(regs["slowest-sweep-cpu"], sweep)
+		regs["slowest-rest-cpu"] = append(regs["slowest-rest-cpu"], perfmodel.Sample{N: float64(8 * n), P: cpu.P, T: cpu.T - sweep.T})
 		regs["collect"] = append(regs["collect"], perfmodel.Sample{N: tot.N, P: tot.P,
 			T: tot.T - regs["scatter"][i].T - float64(iters)*slow.T})
 	}
@@ -286,6 +292,19 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// threadCPU is the CPU time the calling OS thread has used
+// (CLOCK_THREAD_CPUTIME_ID: the scheduler's count, to the nanosecond;
+// getrusage's thread times are apportioned from clock ticks and go wrong
+// over a millisecond) and the thread's id: a goroutine moved to another
+// thread between two readings makes their difference meaningless.
+func threadCPU() (time.Duration, int) {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+		return 0, -1
+	}
+	return time.Duration(ts.Nano()), unix.Gettid()
 }
 
 func regions(rec *perfmodel.Recorder) map[string][]perfmodel.Sample {
@@ -427,12 +446,13 @@ func (wk *worker) solve(ctx context.Context, rec *perfmodel.Recorder, n int) err
 	// worker got. The first iteration is left out: its exchange waits for
 	// the neighbours' blocks, which the master sends one after the other
 	// (the scatter's time, already measured).
-	var haloSum, sweepSum time.Duration
+	var haloSum, sweepSum, sweepCPU time.Duration
+	swept := 0           // iterations whose sweep's CPU time was read on one thread
 	up, down := w-1, w+1 // neighbour workers (0 and p: none)
 	var cpu0 time.Duration
 	for it := range iters {
 		if it == 1 {
-			haloSum, sweepSum, cpu0 = 0, 0, cpuTime()
+			haloSum, sweepSum, sweepCPU, swept, cpu0 = 0, 0, 0, 0, cpuTime()
 		}
 		s := time.Now()
 		var reqs [2]*pcor.Request
@@ -467,7 +487,12 @@ func (wk *worker) solve(ctx context.Context, rec *perfmodel.Recorder, n int) err
 		haloSum += time.Since(s)
 
 		s = time.Now()
+		c0, tid0 := threadCPU()
 		jacobi(cur, next, n, lo, rowsN)
+		if c1, tid1 := threadCPU(); tid1 == tid0 && tid0 >= 0 {
+			sweepCPU += c1 - c0
+			swept++
+		}
 		cur, next = next, cur
 		sweepSum += time.Since(s)
 	}
@@ -478,6 +503,13 @@ func (wk *worker) solve(ctx context.Context, rec *perfmodel.Recorder, n int) err
 	rec.Region("sweep").Add(perfmodel.Sample{N: x, P: float64(p), T: sweepSum.Seconds() / k})
 	rec.Region("iter").Add(perfmodel.Sample{N: x, P: float64(p), T: (haloSum + sweepSum).Seconds() / k})
 	rec.Region("cpu").Add(perfmodel.Sample{N: x, P: float64(p), T: cpu.Seconds() / k})
+	// One sample per solve, as every region's: in the unlikely solve
+	// whose every sweep changed threads, the sweeps' wall time.
+	sweepT := sweepSum.Seconds() / k
+	if swept > 0 {
+		sweepT = sweepCPU.Seconds() / float64(swept)
+	}
+	rec.Region("sweep-cpu").Add(perfmodel.Sample{N: x, P: float64(p), T: sweepT})
 	pack := rec.Region("pack")
 	t0 = pack.Start()
 	wk.out = appendRows(wk.out[:0], n, lo, hi, cur[n:(rowsN+1)*n])
