@@ -101,16 +101,20 @@ func loadRuns(dir string, fitN func(n int) bool) ([]Samples, error) {
 //     or less when the p processes and the machine's other work want more
 //     than the two CPUs), measured per process count on the fitted
 //     plates. Its CPU time is measured in two regions: the sweep's,
-//     S(x) = a + b·x for its x points, and the rest, R(B_h, p) = a + c·p +
-//     d·B_h: the exchange of two halo rows of B_h = 8N bytes each way (the
-//     seed's a + b·m per message), and the waits for the neighbours, whose
-//     spins are longer the more processes share the two CPUs;
+//     S(x) = a + b·x for its x points, and the rest, R(x, p) = a + c·p +
+//     e·x: the halo exchange and the waits for the neighbours, whose spins
+//     are longer the more processes share the two CPUs, and the kernel's
+//     switches of the worker off and onto a CPU, which preempt a sweep the
+//     more often the longer it runs (a profile of a worker at N = 1792,
+//     p = 4: 65% of its CPU time in the sweep, 12-14% in the kernel's
+//     scheduling, 1% copying the halo rows);
 //   - collect: the rest of a solve (the workers' unpacking and packing and
 //     the return of the blocks), in the same form as the scatter.
 //
 // Earlier models fitted the CPU time per iteration as one region, a +
-// c·p + b·x: with no term in the halo rows' bytes, it predicted the large
-// plates 6-26% low on a quiet machine (every one low), and before that
+// c·p + b·x, fitted on N <= 1024, it predicted the large plates 6-26% low
+// on a quiet machine (every one low: both parts grow faster than a line
+// through the small plates), and before that
 // the wall time as a + b·x + c·p + d·x·p (16-28% low at p = 6-7).
 const (
 	regScatter = "scatter"
@@ -136,20 +140,20 @@ func points(n, p float64) float64 { return n * math.Ceil(n/(p-1)) }
 // (x, p).
 var sweepForm = perfmodel.Form{{}, {N: 1}}
 
-// restForm is the rest of the CPU time per iteration, a + c·p + d·B_h,
-// evaluated at (B_h, p) (restArg).
+// restForm is the rest of the CPU time per iteration, a + c·p + e·x,
+// evaluated at (x, p) (restArg).
 var restForm = perfmodel.Form{{}, {P: 1}, {N: 1}}
 
-// restArg maps a plate (N, p) to the rest's arguments: the bytes of a
-// halo row, and p.
-func restArg(n, p float64) (float64, float64) { return 8 * n, p }
+// restArg maps a plate (N, p) to the rest's arguments: the points of the
+// largest block, and p.
+func restArg(n, p float64) (float64, float64) { return points(n, p), p }
 
 func shareName(p int) string { return fmt.Sprintf("share/p=%d", p) }
 
 // program composes the region models of process count p into the solver's
 // model:
 //
-//	T(N) = T_scatter(8N², p−1) + I·(S(x) + R(8N, p))/s_p + T_collect(8N², p−1)
+//	T(N) = T_scatter(8N², p−1) + I·(S(x) + R(x, p))/s_p + T_collect(8N², p−1)
 //
 // with S + R the slowest worker's CPU time per iteration (its sweep's and
 // the rest) and s_p its share of a CPU.
@@ -243,8 +247,7 @@ func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (
 			return nil, nil, err
 		}
 	}
-	// Absolute residuals: the large blocks, whose CPU time is mostly the
-	// sweep, weigh most.
+	// Absolute residuals: the large blocks weigh most.
 	if err := fit(regSweep, sweepForm, sweep, perfmodel.Absolute); err != nil {
 		return nil, nil, err
 	}
@@ -332,7 +335,7 @@ func analyzeRuns(in, out, fitList string) error {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped; the slowest worker's CPU time per iteration in its sweep by its points x, and the rest by the bytes of a halo row and p, and its share of a CPU per process count). The scatter and the collection are printed in n = B, the plate's bytes 8N², and p = the p−1 blocks; the sweep's CPU time in n = x; the rest in n = 8N:\n\n", fitDesc, 3.0)
+	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped; the slowest worker's CPU time per iteration in its sweep by its points x, and the rest by x and p, and its share of a CPU per process count). The scatter and the collection are printed in n = B, the plate's bytes 8N², and p = the p−1 blocks; the sweep's CPU time and the rest in n = x:\n\n", fitDesc, 3.0)
 	set, ps, err := fitRegions(runs, fitted, &b)
 	if err != nil {
 		return err
@@ -343,7 +346,7 @@ func analyzeRuns(in, out, fitList string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(&b, "\nProgram model: T(N,p) = T_scatter(8N², p−1) + %d·(S(x) + R(8N,p))/s_p + T_collect(8N², p−1), x = N·⌈N/(p−1)⌉\n\n", iters)
+	fmt.Fprintf(&b, "\nProgram model: T(N,p) = T_scatter(8N², p−1) + %d·(S(x) + R(x,p))/s_p + T_collect(8N², p−1), x = N·⌈N/(p−1)⌉\n\n", iters)
 
 	// The Table 1 analogue: every (N, p) run not used in the fit. The
 	// measured time is the median of the solves, with their range and
@@ -399,7 +402,7 @@ func analyzeRuns(in, out, fitList string) error {
 			re := set.Models[regRest].Predict(hb, hp).T
 			c := sw + re
 			regionRows.WriteString(cell(sw, medianOf(r.Regions[regSweep], x, o.P, o.N)))
-			regionRows.WriteString(cell(re, medianOf(r.Regions[regRest], hb, o.P, 0)))
+			regionRows.WriteString(cell(re, medianOf(r.Regions[regRest], hb, o.P, o.N)))
 			regionRows.WriteString(cell(c, medianOf(r.Regions[regCPU], x, o.P, o.N)))
 			regionRows.WriteString(cell(c/set.Models[shareName(r.P)].Predict(0, 0).T, medianOf(r.Regions[regWall], x, o.P, o.N)))
 			regionRows.WriteString(cell(set.Models[regCollect].Predict(bn, bp).T, medianOf(r.Regions[regCollect], o.N, o.P, 0)))

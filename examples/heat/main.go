@@ -244,8 +244,8 @@ func run(ctx context.Context, sizeList string, reps, iters int, samplesPath stri
 // the worker that took longest over them ("slowest": its wall time per
 // iteration, by its points and p; "slowest-cpu": its CPU time per
 // iteration, split into "slowest-sweep-cpu", its sweep's, by its points,
-// and "slowest-rest-cpu", the rest: the halo exchange, pcor's and the
-// runtime's work, by the bytes of a halo row 8N), and what the solve took besides the scatter and those
+// and "slowest-rest-cpu", the rest: the halo exchange, pcor's, the
+// runtime's and the kernel's work, also by its points), and what the solve took besides the scatter and those
 // iterations ("collect": the workers' unpacking and packing and the return
 // of the blocks, by N and p). The iterations keep the workers in step, so
 // the solve waits for the slowest of them.
@@ -264,7 +264,7 @@ func slowest(regs map[string][]perfmodel.Sample, workers []map[int]map[string][]
 		regs["slowest"] = append(regs["slowest"], slow)
 		regs["slowest-cpu"] = append(regs["slowest-cpu"], cpu)
 		regs["slowest-sweep-cpu"] = append(regs["slowest-sweep-cpu"], sweep)
-		regs["slowest-rest-cpu"] = append(regs["slowest-rest-cpu"], perfmodel.Sample{N: float64(8 * n), P: cpu.P, T: cpu.T - sweep.T})
+		regs["slowest-rest-cpu"] = append(regs["slowest-rest-cpu"], perfmodel.Sample{N: cpu.N, P: cpu.P, T: cpu.T - sweep.T})
 		regs["collect"] = append(regs["collect"], perfmodel.Sample{N: tot.N, P: tot.P,
 			T: tot.T - regs["scatter"][i].T - float64(iters)*slow.T})
 	}

@@ -4,16 +4,16 @@
 # of identical slow machines), in interleaved rounds over the process
 # counts, then fits the region models (the scatter and the collection of
 # the blocks in their bytes; the slowest worker's CPU time per iteration,
-# its sweep's in its points and the rest in the bytes of a halo row and p;
+# its sweep's in its points, the rest in its points and p;
 # its share of a CPU, per process count) on the plates N = 512, 768, 1024,
 # 1536, 1792 of every process count and predicts the plates N = 640, 896,
 # 1280 at p = 4, 5, 6, 7 (and 640, 896 at p = 3), which the fit did not
 # see. The fitted plates span the predicted ones: a sweep's CPU time per
 # point grows with the plate (the workers take turns on the two CPUs and
 # evict each other's blocks from the cache), from 1.0-1.2 ns at N <= 1024
-# to 1.25-1.35 ns at N = 1536-1792 (load 10), and the rest of an
-# iteration's CPU time grows faster than the halo rows beyond N = 1024, so
-# a fit on the small plates alone predicted the large ones 6-26% low.
+# to 1.25-1.35 ns at N = 1536-1792 (load 10), and so does the rest of an
+# iteration's CPU time, so a fit on the small plates alone predicted the
+# large ones 6-26% low.
 #
 #   examples/heat/run.sh [rounds]     (PS="3 4 5 6 7" sets the process counts,
 #                                      REPS=3 the solves of each plate per run;
