@@ -136,7 +136,12 @@ func (d *Daemon) handle(ctx context.Context, th *pcor.Thread, j *job, q *queue, 
 	req := j.req
 	rep := reply{ID: req.ID}
 	id := tiles.ID{Col: req.Col, Row: req.Row}
-	img, node, err := d.load(id, req.Scale)
+	// The tile is reduced straight into the reply, after its header.
+	var buf []byte
+	if d.Set.ValidScale(req.Scale) {
+		buf = make([]byte, headerLen+(d.Set.TileW/req.Scale)*(d.Set.TileH/req.Scale)*4)
+	}
+	img, node, err := d.load(id, req.Scale, buf[min(len(buf), headerLen):])
 	if q.done(j) {
 		return // cancelled while decoded: nobody waits for it
 	}
@@ -148,7 +153,7 @@ func (d *Daemon) handle(ctx context.Context, th *pcor.Thread, j *job, q *queue, 
 		rep.W, rep.H, rep.Node, rep.Pix = img.Rect.Dx(), img.Rect.Dy(), node, img.Pix
 	}
 	dst := j.key.src
-	r := th.Isend(dst, TagReply, rep.encode())
+	r := th.Isend(dst, TagReply, rep.encodeTo(buf))
 	select {
 	case sent <- sentReply{r, dst, id.Name()}:
 	case <-ctx.Done():
@@ -175,8 +180,9 @@ func (d *Daemon) complete(ctx context.Context, sent <-chan sentReply) {
 	}
 }
 
-// load reads id from the first owned node directory holding it.
-func (d *Daemon) load(id tiles.ID, scale int) (*image.RGBA, int, error) {
+// load reads id from the first owned node directory holding it, into pix
+// if it holds the pixels.
+func (d *Daemon) load(id tiles.ID, scale int, pix []byte) (*image.RGBA, int, error) {
 	if !d.Set.Contains(id) {
 		return nil, 0, &tiles.TileError{Tile: id, Err: fmt.Errorf("%w: not in the grid", tiles.ErrBadSet)}
 	}
@@ -186,7 +192,7 @@ func (d *Daemon) load(id tiles.ID, scale int) (*image.RGBA, int, error) {
 		if !slices.Contains(d.Owned, k) {
 			continue
 		}
-		img, err := d.Set.LoadScaled(id, k, scale)
+		img, err := d.Set.LoadScaledTo(id, k, scale, pix)
 		if err == nil {
 			return img, k, nil
 		}

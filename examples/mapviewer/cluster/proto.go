@@ -88,21 +88,35 @@ type reply struct {
 	Pix    []byte // W*H*4 RGBA bytes when Status == statusOK
 }
 
-func (r reply) encode() []byte {
+func (r reply) encode() []byte { return r.encodeTo(nil) }
+
+// encodeTo encodes r into buf when r's pixels are already in place there
+// (buf[headerLen:] is r.Pix), writing only the header; else into new
+// memory.
+func (r reply) encodeTo(buf []byte) []byte {
 	text := r.Text
 	if len(text) > maxErrText {
 		text = text[:maxErrText]
 	}
+	if text == "" && len(r.Pix) > 0 && len(buf) == headerLen+len(r.Pix) && &buf[headerLen] == &r.Pix[0] {
+		r.header(buf, 0)
+		return buf
+	}
 	b := make([]byte, headerLen+len(text)+len(r.Pix))
+	r.header(b, len(text))
+	copy(b[headerLen:], text)
+	copy(b[headerLen+len(text):], r.Pix)
+	return b
+}
+
+// header writes r's header, for an error text of tl bytes, into b.
+func (r reply) header(b []byte, tl int) {
 	b[0], b[1], b[2], b[3] = magic0, magic1, version, r.Status
 	binary.LittleEndian.PutUint32(b[4:], r.ID)
 	binary.LittleEndian.PutUint16(b[8:], uint16(r.W))
 	binary.LittleEndian.PutUint16(b[10:], uint16(r.H))
 	binary.LittleEndian.PutUint16(b[12:], uint16(r.Node))
-	binary.LittleEndian.PutUint16(b[14:], uint16(len(text)))
-	copy(b[headerLen:], text)
-	copy(b[headerLen+len(text):], r.Pix)
-	return b
+	binary.LittleEndian.PutUint16(b[14:], uint16(tl))
 }
 
 func decodeReply(b []byte) (reply, error) {

@@ -26,6 +26,18 @@ func TestProtoRoundTrip(t *testing.T) {
 			t.Errorf("decodeReply(%q) accepted", b)
 		}
 	}
+	// A reply whose pixels were written in place after the header is the
+	// same message, in the same memory.
+	buf := make([]byte, headerLen+8)
+	copy(buf[headerLen:], rep.Pix)
+	inPlace := rep
+	inPlace.Pix = buf[headerLen:]
+	if b := inPlace.encodeTo(buf); &b[0] != &buf[0] || string(b) != string(rep.encode()) {
+		t.Errorf("reply encoded in place: %v, want %v in the buffer given", b, rep.encode())
+	}
+	if b := rep.encodeTo(buf); &b[0] == &buf[0] {
+		t.Errorf("reply with its pixels elsewhere encoded over the buffer given")
+	}
 	if _, err := decodeRequest(make([]byte, 16)); !errors.Is(err, ErrProtocol) {
 		t.Errorf("zero request: %v", err)
 	}
