@@ -160,6 +160,22 @@ func TestFitIgnoresAnomalies(t *testing.T) {
 
 // About 95% of new noisy measurements fall within two standard errors of
 // the prediction, at points not fitted.
+// An observation carries the mean of the samples the rule kept and their
+// median, which a right-skewed group pulls less.
+func TestSummarizeMeanAndMedian(t *testing.T) {
+	ts := []float64{1.0, 1.0, 1.1, 1.2, 1.6, 1.9, 30} // 30: dropped
+	var samples []Sample
+	for _, v := range ts {
+		samples = append(samples, Sample{N: 8, T: v})
+	}
+	obs := Summarize(samples, Rule{})
+	if len(obs) != 1 || obs[0].Kept != 6 || obs[0].Dropped != 1 {
+		t.Fatalf("%+v", obs)
+	}
+	near(t, "mean", obs[0].T, (1.0+1.0+1.1+1.2+1.6+1.9)/6, 1e-9)
+	near(t, "median", obs[0].Median, (1.1+1.2)/2, 1e-9)
+}
+
 func TestPredictionErrorCovers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	lin := []float64{1e-3, 2e-7}

@@ -80,6 +80,20 @@ type Observation struct {
 	Dropped int     `json:"dropped"`          // samples dropped as anomalies
 }
 
+// median is the middle of ts, or the mean of the two middle values of an
+// even count (0 for none); ts is sorted in place.
+func median(ts []float64) float64 {
+	if len(ts) == 0 {
+		return 0
+	}
+	slices.Sort(ts)
+	m := len(ts) / 2
+	if len(ts)%2 == 0 {
+		return (ts[m-1] + ts[m]) / 2
+	}
+	return ts[m]
+}
+
 // Summarize groups samples by (N, P), drops the anomalies of each group by
 // rule and returns one Observation per group, ordered by P then N.
 func Summarize(samples []Sample, rule Rule) []Observation {
@@ -97,8 +111,7 @@ func Summarize(samples []Sample, rule Rule) []Observation {
 		keep, drop := rule.Split(ts)
 		o := Observation{N: k.n, P: k.p, Kept: len(keep), Dropped: len(drop)}
 		o.T, o.SD = stat.MeanStdDev(keep, nil)
-		slices.Sort(keep)
-		o.Median = stat.Quantile(0.5, stat.Empirical, keep, nil)
+		o.Median = median(keep)
 		if len(keep) < 2 {
 			o.SD = 0
 		}
