@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,11 @@ type Engine struct {
 	pool  *mcbPool
 	table *recvTable
 	bufs  bufPool
+
+	// spinners counts the threads spinning before they block on a
+	// request (spin.go), at most spinMax of them.
+	spinners atomic.Int32
+	spinMax  int32
 
 	budgetUsed atomic.Int64
 	acks       deferredAcks // acknowledgements waiting for a reply (ackout.go)
@@ -59,7 +65,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Proc == AnyProc {
 		return nil, errors.New("pcor: invalid process id")
 	}
-	e := &Engine{cfg: cfg, closing: make(chan struct{})}
+	e := &Engine{cfg: cfg, closing: make(chan struct{}), spinMax: int32(runtime.GOMAXPROCS(0) - 1)}
 	for e.inc == 0 {
 		e.inc = rand.Uint32()
 	}

@@ -28,6 +28,11 @@ type Request struct {
 	state atomic.Uint32
 	done  chan struct{}
 	err   error
+	// parked says a goroutine waits, or may wait, on done (chanWait,
+	// Done): complete signals done only then, so that a request
+	// completed before anyone waited (a send to a thread of this
+	// process, a message that had arrived) costs no channel operation.
+	parked atomic.Bool
 
 	// The message: for sends what is sent, for receives what arrived.
 	data      []byte
@@ -92,6 +97,7 @@ func (r *Request) reset() {
 	case <-r.done:
 	default:
 	}
+	r.parked.Store(false)
 	r.state.Store(statePending)
 	r.err = nil
 	r.data, r.buf, r.next = nil, nil, nil
@@ -132,8 +138,13 @@ func (r *Request) complete(err error) bool {
 	r.err = err
 	// The signal goes before the state: an owner that sees the request
 	// done (a driving waiter, Test) and reuses it finds the signal there
-	// for reset to drain; none can land in the next use.
-	r.done <- struct{}{}
+	// for reset to drain; none can land in the next use. A waiter sets
+	// parked before it looks at the state (chanWait, Done): either this
+	// sees parked and signals, or the waiter sees the request claimed
+	// or done and does not block.
+	if r.parked.Load() {
+		r.done <- struct{}{}
+	}
 	r.state.Store(stateDone)
 	if d := r.driver.Load(); d != nil {
 		d.interrupt()
@@ -146,7 +157,21 @@ func (r *Request) complete(err error) bool {
 // or counts as one of its waiters, which keeps other threads from taking
 // the port from the dispatcher. After a receive from Done, Wait and Test
 // report the outcome.
-func (r *Request) Done() <-chan struct{} { return r.done }
+func (r *Request) Done() <-chan struct{} {
+	if r == copiedSend {
+		return r.done // closed
+	}
+	r.parked.Store(true)
+	if r.completed() {
+		// Completed before anyone waited: no signal was sent, or one
+		// was and fills the channel's one place.
+		select {
+		case r.done <- struct{}{}:
+		default:
+		}
+	}
+	return r.done
+}
 
 // Test reports whether the request has completed, and its error if so.
 func (r *Request) Test() (bool, error) {
@@ -186,6 +211,18 @@ func (r *Request) Wait(ctx context.Context) error {
 // chanWait blocks until r completes or ctx ends, while others drive the
 // port.
 func (r *Request) chanWait(ctx context.Context) error {
+	if r.spin() {
+		return r.err
+	}
+	r.parked.Store(true)
+	if r.completed() {
+		return r.err
+	}
+	if ctx.Done() == nil {
+		<-r.done
+		r.completed()
+		return r.err
+	}
 	select {
 	case <-r.done:
 		// The signal comes before the state (complete): done only once
