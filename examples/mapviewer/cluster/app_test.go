@@ -205,3 +205,31 @@ func TestOwned(t *testing.T) {
 		t.Errorf("Owned = %s, want %s", got, want)
 	}
 }
+
+// A daemon's share of its host's CPUs divides them among the daemons on
+// that host (the viewer and other hosts apart), one at least.
+func TestCPUShare(t *testing.T) {
+	ms := func(hosts ...string) []directory.Member {
+		var out []directory.Member
+		for i, h := range hosts {
+			out = append(out, directory.Member{Proc: uint32(i), Host: h})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		ncpu    int
+		members []directory.Member
+		want    int
+	}{
+		{2, ms("a", "a", "a", "a", "a"), 1}, // viewer and 4 daemons on 2 CPUs
+		{2, ms("a", "a"), 2},                // one daemon
+		{2, ms("a", "a", "a"), 1},
+		{8, ms("a", "a", "b", "a", "b"), 4}, // 2 daemons here, 2 elsewhere
+		{8, ms("b", "a", "a", "a"), 2},      // the viewer elsewhere
+		{1, ms("a", "a", "a"), 1},
+	} {
+		if got := cpuShare(c.ncpu, "a", c.members); got != c.want {
+			t.Errorf("cpuShare(%d, %v) = %d, want %d", c.ncpu, c.members, got, c.want)
+		}
+	}
+}
