@@ -8,11 +8,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/pcor-go/pcor/examples/mapviewer/cluster"
 	"github.com/pcor-go/pcor/examples/mapviewer/loader"
 	"github.com/pcor-go/pcor/examples/mapviewer/tiles"
 	"github.com/pcor-go/pcor/examples/mapviewer/view"
@@ -93,6 +95,11 @@ func clusterTimes(ctx context.Context, m *member, set tiles.Set, win view.Window
 		return err
 	}
 	local := loader.NewLocal(set, 0)
+	// The local threads collect as the daemons do, so that both sides
+	// decode under the same collector setting.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(cluster.GCPercent)
+	}
 	for i, p := range plans {
 		for rep := range reps {
 			b0, o0 := cpuNow()

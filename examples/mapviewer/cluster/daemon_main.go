@@ -29,7 +29,7 @@ func DaemonMain(ctx context.Context, dir string, workers int, stderr io.Writer) 
 
 // RunDaemon serves the tile set in dir as daemon p, the process's only
 // job: it takes its share of the host's CPUs (shareCPUs) and collects
-// garbage less often (daemonGCPercent).
+// garbage less often (GCPercent).
 func RunDaemon(ctx context.Context, p *Process, dir string, workers int, stderr io.Writer) error {
 	set, err := tiles.Open(dir)
 	if err != nil {
@@ -37,20 +37,21 @@ func RunDaemon(ctx context.Context, p *Process, dir string, workers int, stderr 
 	}
 	p.shareCPUs(ctx)
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(daemonGCPercent)
+		debug.SetGCPercent(GCPercent)
 	}
 	logf := func(f string, a ...any) { fmt.Fprintf(stderr, f+"\n", a...) }
 	return p.Serve(ctx, set, workers, logf)
 }
 
-// daemonGCPercent is a daemon's GOGC (unless the environment sets one).
+// GCPercent is a daemon's GOGC (unless the environment sets one).
+// The local loader timed against the daemons runs with it too.
 // Its live heap is a few MB and a tile allocates half a MB (the decoded
 // image), so at Go's default of 100 it collected every dozen tiles or so:
 // 0.08 collections a tile, against 0.02 at 400 (the 4-daemon paper run),
 // each of which stops the daemon's threads, which on a host with more
 // threads than CPUs wait for a CPU to stop. A daemon's heap then grows to
 // some 30 MB.
-const daemonGCPercent = 400
+const GCPercent = 400
 
 // membersWait bounds how long a daemon waits for the application's other
 // processes to join before it counts those sharing its host.
