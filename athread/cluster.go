@@ -522,6 +522,20 @@ func (c *cluster) thief() {
 		backoff := minBackoff
 		for c.ctx.Err() == nil && rt.nidle.Load() > 0 && !rt.hasWork() {
 			c.drainReplies(&async)
+			if until, ok := c.heldByAll(); ok {
+				// Held by all already (a VP went idle again, as one
+				// does in each Join of a thread running elsewhere):
+				// asking would find nothing.
+				select {
+				case s := <-c.replyc:
+					async.answered(s)
+				case <-c.fed:
+				case <-time.After(time.Until(until)):
+				case <-c.ctx.Done():
+					return
+				}
+				continue
+			}
 			procs := c.live()
 			q := StealQuery{Self: rt.proc, Thief: rt.proc, Procs: procs, Attempt: attempt, Last: last, Outstanding: async.seq != 0,
 				Held: c.heldNow()}
@@ -813,14 +827,18 @@ func (c *cluster) accept(tm taskMsg) {
 		defer c.answered(tm.seq, true)
 		c.stealsGot.Add(1)
 	}
-	// The owner forgot this process as hungry when it handed the thread
-	// over; the thief, if waiting, looks again.
-	c.mu.Lock()
-	delete(c.heldBy, tm.owner)
-	c.mu.Unlock()
-	select {
-	case c.fed <- struct{}{}:
-	default:
+	if tm.flags&flagSpawn == 0 {
+		// The owner forgot this process as hungry when it handed the
+		// thread over; the thief, if waiting, looks again. (A thread
+		// placed here runs in a goroutine of its own, not on the VPs:
+		// the owner still holds this process as hungry.)
+		c.mu.Lock()
+		delete(c.heldBy, tm.owner)
+		c.mu.Unlock()
+		select {
+		case c.fed <- struct{}{}:
+		default:
+		}
 	}
 	if int(tm.fn) >= len(rt.funcs) {
 		fail(fmt.Errorf("athread: no function %d", tm.fn))

@@ -184,7 +184,7 @@ func benchRemote(ctx context.Context, rt *athread.Runtime) error {
 	var th, rtt []int64
 	var cnt [2]counts // this process's counts over each kind of operation
 	for r := 0; r < rounds; r++ {
-		c0 := takeCounts(rt.Node())
+		c0 := takeCounts(rt)
 		start := time.Now()
 		for i := 0; i < per; i++ {
 			if err := remote(); err != nil {
@@ -192,7 +192,7 @@ func benchRemote(ctx context.Context, rt *athread.Runtime) error {
 			}
 		}
 		th = append(th, int64(time.Since(start))/per)
-		c1 := takeCounts(rt.Node())
+		c1 := takeCounts(rt)
 		start = time.Now()
 		for i := 0; i < per; i++ {
 			if err := roundTrip(); err != nil {
@@ -200,7 +200,7 @@ func benchRemote(ctx context.Context, rt *athread.Runtime) error {
 			}
 		}
 		rtt = append(rtt, int64(time.Since(start))/per)
-		c2 := takeCounts(rt.Node())
+		c2 := takeCounts(rt)
 		cnt[0].add(c1.sub(c0))
 		cnt[1].add(c2.sub(c1))
 	}
@@ -215,20 +215,23 @@ func benchRemote(ctx context.Context, rt *athread.Runtime) error {
 }
 
 // counts are load-independent figures of this process: its context
-// switches (getrusage) and, per port, the batches of datagrams received by
-// a driving thread and by the port's dispatcher goroutine.
+// switches (getrusage), its runtime's requests for work sent and served,
+// and, per port, the batches of datagrams received by a driving thread and
+// by the port's dispatcher goroutine.
 type counts struct {
 	csw    int64
+	steals uint64 // requests for work sent and served
 	thread []uint64
 	disp   []uint64
 	fabric []string
 }
 
-func takeCounts(n *pcor.Node) counts {
+func takeCounts(rt *athread.Runtime) counts {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	c := counts{csw: ru.Nvcsw + ru.Nivcsw}
-	for _, s := range n.Stats() {
+	ac := rt.Counters()
+	c := counts{csw: ru.Nvcsw + ru.Nivcsw, steals: ac.RemoteStealsTried + ac.StealsServed}
+	for _, s := range rt.Node().Stats() {
 		c.thread = append(c.thread, s.ThreadBatches)
 		c.disp = append(c.disp, s.DispatcherBatches)
 		c.fabric = append(c.fabric, s.Fabric)
@@ -237,7 +240,7 @@ func takeCounts(n *pcor.Node) counts {
 }
 
 func (c counts) sub(o counts) counts {
-	d := counts{csw: c.csw - o.csw, fabric: c.fabric}
+	d := counts{csw: c.csw - o.csw, steals: c.steals - o.steals, fabric: c.fabric}
 	for i := range c.thread {
 		d.thread = append(d.thread, c.thread[i]-o.thread[i])
 		d.disp = append(d.disp, c.disp[i]-o.disp[i])
@@ -247,6 +250,7 @@ func (c counts) sub(o counts) counts {
 
 func (c *counts) add(d counts) {
 	c.csw += d.csw
+	c.steals += d.steals
 	c.fabric = d.fabric
 	if c.thread == nil {
 		c.thread, c.disp = make([]uint64, len(d.thread)), make([]uint64, len(d.thread))
@@ -259,7 +263,7 @@ func (c *counts) add(d counts) {
 
 // per formats the counts per operation, over n operations.
 func (c counts) per(n int) string {
-	s := fmt.Sprintf("csw=%.2f", float64(c.csw)/float64(n))
+	s := fmt.Sprintf("csw=%.2f steal-requests=%.2f", float64(c.csw)/float64(n), float64(c.steals)/float64(n))
 	for i, f := range c.fabric {
 		s += fmt.Sprintf(" %s:thread-batches=%.2f,dispatcher-batches=%.2f", f, float64(c.thread[i])/float64(n), float64(c.disp[i])/float64(n))
 	}
