@@ -184,20 +184,56 @@ func (d *dispatcher) wait(r *Request, ctx context.Context) error {
 			if done {
 				return err
 			}
+			// The message is long in coming: wait for it as a long
+			// waiter (below).
+			return r.chanWait(ctx)
 		}
-		// Someone else drives the port (or this thread gave up): wait on
-		// the request. Announce the wait first, then look at the token
-		// again: a driver leaving meanwhile either sees this waiter and
-		// hands the token to the dispatcher, or leaves it unattended for
-		// this thread to take.
+		// Someone else drives the port: wait on the request. Announce
+		// the wait first, then look at the token again: a driver
+		// leaving meanwhile either sees this waiter and hands the token
+		// to the dispatcher, or leaves it unattended for this thread to
+		// take.
 		pr.waiters.Add(1)
 		if pr.state.Load() == tokFree && r.state.Load() != stateDone {
 			pr.waiters.Add(-1)
 			continue
 		}
-		err := r.chanWait(ctx)
+		err, done := r.chanWaitFor(ctx, driveIdle)
 		pr.waiters.Add(-1)
-		return err
+		if done {
+			return err
+		}
+		return r.chanWait(ctx)
+	}
+}
+
+// A long waiter, one whose message has not come within driveIdle (a
+// receive posted to learn of a peer's end, a server's receive from any
+// process between requests), waits on its request without counting as a
+// waiter of the port: a waiter keeps the token with the dispatcher while
+// no thread drives, so that a long waiter would make every message through
+// the port a hand-over from the dispatcher to the thread it is for, and a
+// driver leaving gives the token to the dispatcher at once rather than
+// leaving the port to the next thread that waits. Its own message, when it
+// comes, is received by whoever holds the token then: a driving thread,
+// or the dispatcher at once or within progressGrace.
+
+// chanWaitFor is chanWait for at most d: done is false if r has not
+// completed by then and ctx has not ended.
+func (r *Request) chanWaitFor(ctx context.Context, d time.Duration) (err error, done bool) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.done:
+		r.completed()
+		return r.err, true
+	case <-ctx.Done():
+		if r.state.Load() == stateDone {
+			return r.err, true
+		}
+		return ctx.Err(), true
+	case <-t.C:
+		return nil, false
 	}
 }
 

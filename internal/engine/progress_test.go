@@ -404,3 +404,56 @@ func TestDriveAnyFollowsData(t *testing.T) {
 			st[1].DispatcherBatches, n, st[1])
 	}
 }
+
+// A receive that waits long (one posted to learn of a peer's end) stops
+// counting as a waiter of its port: the threads of a ping-pong through the
+// port still take the token from the dispatcher and receive their own
+// messages.
+func TestDriveLongWaiterLetsOthersDrive(t *testing.T) {
+	es := udpEngines(t, 2, Blocking)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	long := recv(es[0], 7, 1, 9, 99) // nothing ever matches it
+	longDone := make(chan error, 1)
+	lctx, lcancel := context.WithCancel(ctx)
+	go func() { longDone <- long.Wait(lctx) }()
+	time.Sleep(3 * driveIdle) // it drove, gave up and waits long
+	const n = 200
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < n; i++ {
+			r := recv(es[1], 1, 0, 0, 5)
+			if err := r.Wait(ctx); err != nil {
+				done <- err
+				return
+			}
+			if err := send(t, es[1], 1, 0, 0, 6, r.Data()).Wait(ctx); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	before := es[0].Stats()[0]
+	for i := 0; i < n; i++ {
+		if err := send(t, es[0], 0, 1, 1, 5, []byte{byte(i)}).Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := recv(es[0], 0, 1, 1, 6).Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	after := es[0].Stats()[0]
+	if d := after.DispatcherBatches - before.DispatcherBatches; d > n/4 {
+		t.Errorf("%d batches of %d round trips received by the dispatcher while a receive waited long (thread batches %d)",
+			d, n, after.ThreadBatches-before.ThreadBatches)
+	}
+	lcancel()
+	if err := <-longDone; !errors.Is(err, context.Canceled) {
+		t.Errorf("long receive: %v", err)
+	}
+	long.Cancel()
+}
