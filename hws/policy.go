@@ -2,6 +2,7 @@ package hws
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -118,6 +119,38 @@ func DepthLimitFor(groups, fanout int) int {
 	for n < 128*groups && l < 64 {
 		n *= fanout
 		l++
+	}
+	return l
+}
+
+// OverheadShare is the part of a run's work that DepthLimitForCost lets
+// the moves of blocks cost: one twentieth.
+const OverheadShare = 20
+
+// DepthLimitForCost is the depth limit for g groups on a task tree where
+// every task creates fanout others, whose work takes work on one processor,
+// when moving one block (handing a global task down to a member, its
+// result back) costs perTask: DepthLimitFor's limit, made shallower until
+// the blocks' moves cost at most 1/OverheadShare of the work,
+// fanout^L · perTask ≤ work/OverheadShare, so that each block's work is at
+// least OverheadShare times what moving it costs. It stays deep enough for
+// 16 blocks per group (fanout^L ≥ 16·g), so that the last block a group
+// runs is a small part of its share, and at least 2. Without a cost or a
+// work (zero or negative) it is DepthLimitFor's limit.
+func DepthLimitForCost(groups, fanout int, work, perTask time.Duration) int {
+	l := DepthLimitFor(groups, fanout)
+	if l == 0 || work <= 0 || perTask <= 0 {
+		return l
+	}
+	fanout = max(fanout, 2)
+	lmin, n := 0, 1
+	for (n < 16*groups || lmin < 2) && lmin < l {
+		n *= fanout
+		lmin++
+	}
+	budget := float64(work) / OverheadShare
+	for l > lmin && math.Pow(float64(fanout), float64(l))*float64(perTask) > budget {
+		l--
 	}
 	return l
 }

@@ -39,6 +39,35 @@ func TestDefaultDepthLimit(t *testing.T) {
 	}
 }
 
+// The cost rule: the deepest limit whose blocks' moves cost at most a
+// twentieth of the work, between 16 blocks per group and the fan-out
+// rule's limit.
+func TestDepthLimitForCost(t *testing.T) {
+	const ms, us = time.Millisecond, time.Microsecond
+	for _, tc := range []struct {
+		g, fanout     int
+		work, perTask time.Duration
+		want          int
+	}{
+		{2, 2, 450 * ms, 400 * us, 5}, // 32 moves of 0.4 ms ≤ 22.5 ms < 64 of them
+		{2, 2, 450 * ms, 200 * us, 6}, // half the cost: one level deeper
+		{2, 2, 450 * ms, 100 * us, 7},
+		{2, 2, 450 * ms, 10 * us, 8},  // never deeper than DepthLimitFor
+		{2, 2, 450 * ms, 0, 8},        // no cost measured
+		{2, 2, 0, 400 * us, 8},        // no work measured
+		{2, 2, 450 * ms, 1e9 * us, 5}, // 16 blocks per group at least
+		{64, 2, 1e6 * ms, 1e9 * us, 10},
+		{2, 8, 20 * ms, 400 * us, 2},  // and a limit of 2 at least
+		{64, 2, 1e6 * ms, 1 * ms, 13}, // 8192 moves of 1 ms ≤ 50 s
+		{64, 2, 1e5 * ms, 1 * ms, 12}, // 4096 ≤ 5 s < 8192
+		{1, 2, 450 * ms, 400 * us, 0}, // one group: no global tasks
+	} {
+		if got := DepthLimitForCost(tc.g, tc.fanout, tc.work, tc.perTask); got != tc.want {
+			t.Errorf("DepthLimitForCost(%d, %d, %v, %v) = %d, want %d", tc.g, tc.fanout, tc.work, tc.perTask, got, tc.want)
+		}
+	}
+}
+
 // Every policy asked many times: the victims are never the thief, and stay
 // where the policy allows.
 func TestNextVictims(t *testing.T) {

@@ -54,6 +54,7 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.platform.WideLatency, "wide-latency", o.platform.WideLatency, "message latency between groups")
 	fs.Float64Var(&o.platform.WideBandwidth, "wide-bw", o.platform.WideBandwidth, "uplink bandwidth of a group, bytes/s")
 	fs.DurationVar(&o.platform.Unit, "unit", o.platform.Unit, "time of one unit of work")
+	fs.DurationVar(&o.platform.TaskOverhead, "task-overhead", 0, "cost of moving one task to another process beyond its messages (a runtime's handling); hws's default depth limit then follows hws.DepthLimitForCost too")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

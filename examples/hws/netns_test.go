@@ -82,7 +82,7 @@ func TestNamespaceRun(t *testing.T) {
 	totals := map[hws.Kind]*sum{hws.Random: {}, hws.HWS: {}}
 	for _, j := range jobs {
 		for _, k := range []hws.Kind{hws.Random, hws.HWS} {
-			p, err := forJob(hws.Policy{Kind: k}, j, 2, 3, limitFanout)
+			p, err := forJob(hws.Policy{Kind: k}, j, 2, 3, limitFanout, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -63,19 +63,32 @@ const (
 	// let us see.
 	limitBest = "best"
 	// limitFanout: hws.DepthLimitFor the job's fan-out (about 128 blocks
-	// per group), the default.
+	// per group).
 	limitFanout = "fanout"
+	// limitCost: hws.DepthLimitForCost, from a calibration run in the
+	// same topology before the runs (the round trip of a message between
+	// two processes of a group while the others compute, and the job's
+	// sequential time), the default: the fan-out rule's limit, made
+	// shallower until moving the blocks costs at most a twentieth of the
+	// work.
+	limitCost = "cost"
 )
 
 // forJob gives hws its depth limit for the job on groups of per
-// processes, unless set, by the rule named.
-func forJob(p hws.Policy, j job, groups, per int, rule string) (hws.Policy, error) {
+// processes, unless set, by the rule named (limitCost: with what the
+// calibration cal measured).
+func forJob(p hws.Policy, j job, groups, per int, rule string, cal *calibration) (hws.Policy, error) {
 	if p.Kind != hws.HWS || p.DepthLimit != 0 || groups <= 1 {
 		return p, nil
 	}
 	switch rule {
 	case limitFanout:
 		p.DepthLimit = hws.DepthLimitFor(groups, j.fanout)
+	case limitCost:
+		if cal == nil {
+			return p, fmt.Errorf("depth-limit rule %s for %s without a calibration", limitCost, j.app)
+		}
+		p.DepthLimit = hws.DepthLimitForCost(groups, j.fanout, cal.Work, cal.perTask())
 	case limitBest:
 		d, err := j.model()
 		if err != nil {
@@ -83,7 +96,7 @@ func forJob(p hws.Policy, j job, groups, per int, rule string) (hws.Policy, erro
 		}
 		p.DepthLimit = d.BestLimit(groups, per) + 1
 	default:
-		return p, fmt.Errorf("unknown depth-limit rule %q (want %s or %s)", rule, limitBest, limitFanout)
+		return p, fmt.Errorf("unknown depth-limit rule %q (want %s, %s or %s)", rule, limitCost, limitBest, limitFanout)
 	}
 	return p, nil
 }
@@ -107,11 +120,7 @@ func runReal(ctx context.Context, tp *topology, pcorrun, self string, j job, pol
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"netns", "exec", tp.procs[0], pcorrun, "-n", fmt.Sprint(len(tp.procs)),
-		"--hosts", strings.Join(tp.procs, ","), "--via", "ip netns exec {host}", "--listen", tp.ips[0] + ":0",
-		self, "worker", "-app", j.app, "-size", fmt.Sprint(j.size), "-cutoff", fmt.Sprint(j.cutoff), "-policy", pol.String()}
-	args = append(args, extra...)
-	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+	out, err := runWorkers(ctx, tp, pcorrun, self, j, pol, extra...)
 	if err != nil {
 		return nil, fmt.Errorf("%s under %v: %v\n%s", j.app, pol, err, out)
 	}
@@ -124,6 +133,32 @@ func runReal(ctx context.Context, tp *topology, pcorrun, self string, j job, pol
 		return nil, err
 	}
 	return &realRun{rep: rep, slowBytes: after - before}, nil
+}
+
+// runWorkers runs the worker under pcorrun in the topology's namespaces
+// and returns its output.
+func runWorkers(ctx context.Context, tp *topology, pcorrun, self string, j job, pol hws.Policy, extra ...string) ([]byte, error) {
+	args := []string{"netns", "exec", tp.procs[0], pcorrun, "-n", fmt.Sprint(len(tp.procs)),
+		"--hosts", strings.Join(tp.procs, ","), "--via", "ip netns exec {host}", "--listen", tp.ips[0] + ":0",
+		self, "worker", "-app", j.app, "-size", fmt.Sprint(j.size), "-cutoff", fmt.Sprint(j.cutoff), "-policy", pol.String()}
+	args = append(args, extra...)
+	return exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+}
+
+// runCalibration measures, in the topology, what limitCost needs for job
+// j (worker -calibrate), once more if the first attempt fails.
+func runCalibration(ctx context.Context, tp *topology, pcorrun, self string, j job) (*calibration, error) {
+	var err error
+	for range 2 {
+		var out []byte
+		if out, err = runWorkers(ctx, tp, pcorrun, self, j, hws.Policy{}, "-calibrate"); err != nil {
+			err = fmt.Errorf("calibration of %s: %v\n%s", j.app, err, out)
+			continue
+		}
+		c, err := parseCalibration(string(out))
+		return &c, err
+	}
+	return nil, err
 }
 
 // startupFailure reports whether a run failed while its processes
@@ -160,7 +195,7 @@ func real(args []string, stdout, stderr io.Writer) int {
 	flat := fs.Bool("flat", true, "measure on one flat network of all the processes too")
 	grouped := fs.Bool("grouped", true, "measure on the groups joined by the shaped link")
 	pcorrun := fs.String("pcorrun", "", "pcorrun executable (default: beside this one, then PATH)")
-	limitRule := fs.String("limit", limitFanout, "hws depth limit without hws:L: fanout (about 128 blocks per group) or best (Théorème 1's makespan terms on the job's model task tree); hws:best and hws:fanout in -policies choose per policy")
+	limitRule := fs.String("limit", limitCost, "hws depth limit without hws:L: cost (the fan-out rule's, shallower until moving the blocks costs at most a twentieth of the work, both measured in a calibration run), fanout (about 128 blocks per group) or best (Théorème 1's makespan terms on the job's model task tree); hws:cost, hws:best and hws:fanout in -policies choose per policy")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -219,11 +254,28 @@ func real(args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		res := map[string][]*realRun{}
+		cals := map[string]*calibration{}
+		if st.groups > 1 && slices.ContainsFunc(policies, func(c choice) bool {
+			return c.pol.Kind == hws.HWS && c.pol.DepthLimit == 0 && c.rule == limitCost
+		}) {
+			for _, j := range jobs {
+				c, err := runCalibration(ctx, tp, *pcorrun, self, j)
+				if err != nil {
+					tp.Close()
+					fmt.Fprintf(stderr, "hws real: %v\n", err)
+					return 1
+				}
+				cals[j.app] = c
+				fmt.Fprintf(stdout, "%s: calibration of %s: round trip %v, work %v; depth limit %d by cost (fan-out rule %d), load %s\n", st.name, j.app,
+					c.RoundTrip.Round(time.Microsecond), c.Work.Round(time.Millisecond),
+					hws.DepthLimitForCost(st.groups, j.fanout, c.Work, c.perTask()), hws.DepthLimitFor(st.groups, j.fanout), loadavg.Field())
+			}
+		}
 		for rep := range *reps {
 			for _, j := range jobs {
 				pols := make([]hws.Policy, len(policies))
 				for i, c := range policies {
-					if pols[i], err = forJob(c.pol, j, st.groups, st.per, c.rule); err != nil {
+					if pols[i], err = forJob(c.pol, j, st.groups, st.per, c.rule, cals[j.app]); err != nil {
 						tp.Close()
 						fmt.Fprintf(stderr, "hws real: %v\n", err)
 						return 2
@@ -328,8 +380,8 @@ type choice struct {
 // unweighedSuffix, after an hws policy's name, turns the weighing off.
 const unweighedSuffix = "-unweighed"
 
-// parseChoice reads a policy name as hws.Parse does, and hws:best and
-// hws:fanout, hws with the limit of that rule; rule is the limit rule of
+// parseChoice reads a policy name as hws.Parse does, and hws:cost,
+// hws:best and hws:fanout, hws with the limit of that rule; rule is the limit rule of
 // plain hws. An hws name may end with -unweighed.
 func parseChoice(s, rule string) (choice, error) {
 	s = strings.TrimSpace(s)
@@ -338,7 +390,7 @@ func parseChoice(s, rule string) (choice, error) {
 		return choice{}, fmt.Errorf("hws real: %q: only hws weighs data against work", s)
 	}
 	switch base {
-	case "hws:" + limitBest, "hws:" + limitFanout:
+	case "hws:" + limitBest, "hws:" + limitFanout, "hws:" + limitCost:
 		return choice{pol: hws.Policy{Kind: hws.HWS}, rule: strings.TrimPrefix(base, "hws:"), name: s, unweighed: unweighed}, nil
 	}
 	p, err := hws.Parse(base)

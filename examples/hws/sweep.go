@@ -41,7 +41,8 @@ type row struct {
 // sweep runs every combination, a few at a time, and returns the rows in
 // the order of the flags. hws without a depth limit gets the one that
 // minimises the terms of Théorème 1 the limit trades (sim.DAG.BestLimit),
-// and every row's bound is for that limit.
+// or, with a task overhead, the shallower limit hws.DepthLimitForCost
+// gives if it is shallower; every row's bound is for that limit.
 func sweep(o *options, progress io.Writer) ([]row, error) {
 	type simJob struct {
 		i      int
@@ -60,7 +61,7 @@ func sweep(o *options, progress io.Writer) ([]row, error) {
 				if g*pg > sim.MaxProcs {
 					return nil, fmt.Errorf("%d groups of %d is more than %d processes", g, pg, sim.MaxProcs)
 				}
-				limit := d.BestLimit(g, pg)
+				limit := limitFor(d, g, pg, o.platform)
 				for _, p := range o.policies {
 					if p.Kind == hws.HWS && p.DepthLimit == 0 && g > 1 {
 						p.DepthLimit = limit
@@ -124,4 +125,15 @@ func table(w io.Writer, o *options, rows []row) error {
 			s.LocalSteals, s.LocalAttempts, s.MedianIdle().Round(time.Millisecond))
 	}
 	return tw.Flush()
+}
+
+// limitFor is the hws depth limit of the sweep for d on g groups of pg:
+// sim.DAG.BestLimit, made shallower by hws.DepthLimitForCost when moving a
+// task costs the platform's TaskOverhead.
+func limitFor(d *sim.DAG, g, pg int, pl sim.Platform) int {
+	l := d.BestLimit(g, pg)
+	if pl.TaskOverhead > 0 && g > 1 {
+		l = min(l, hws.DepthLimitForCost(g, d.Fanout(), time.Duration(d.Work())*pl.Unit, pl.TaskOverhead))
+	}
+	return l
 }

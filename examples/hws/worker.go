@@ -54,6 +54,7 @@ func worker(args []string, stdout, stderr io.Writer) int {
 	weigh := fs.Bool("weigh", true, "hws: weigh a thread's data against its work (its cost hint, at a rate measured here) before handing it to another group")
 	traceFile := fs.String("trace", "", "process 0 writes the athread trace, with the counters, to this file")
 	timeout := fs.Duration("timeout", 5*time.Minute, "give up after this long")
+	calib := fs.Bool("calibrate", false, "measure instead of running the case study: a message's round trip between processes 0 and 1 with the others busy, and the case study's sequential time; process 0 prints them after CALIBRATE")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -69,7 +70,7 @@ func worker(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := runWorker(ctx, pol, body, *appName, *size, *cutoff, *vps, *maxDepth, *weigh, *wanLatency, *wanBandwidth, *traceFile, stdout); err != nil {
+	if err := runWorker(ctx, pol, body, *appName, *size, *cutoff, *vps, *maxDepth, *weigh, *calib, *wanLatency, *wanBandwidth, *traceFile, stdout); err != nil {
 		fmt.Fprintf(stderr, "hws worker: %v\n", err)
 		return 1
 	}
@@ -93,7 +94,7 @@ func listenSpec(lat time.Duration, bw float64) string {
 	return "127.0.0.1:0"
 }
 
-func runWorker(ctx context.Context, pol hws.Policy, body app, appName string, size, cutoff, vps, maxDepth int, weigh bool,
+func runWorker(ctx context.Context, pol hws.Policy, body app, appName string, size, cutoff, vps, maxDepth int, weigh, calib bool,
 	wanLat time.Duration, wanBW float64, traceFile string, stdout io.Writer) error {
 	if os.Getenv("PCOR_LISTEN") == "" {
 		os.Setenv("PCOR_LISTEN", listenSpec(wanLat, wanBW))
@@ -134,6 +135,9 @@ func runWorker(ctx context.Context, pol hws.Policy, body app, appName string, si
 		groups = hws.Discover(members, routing.DefaultModel())
 	}
 	policy.SetGroups(groups)
+	if calib {
+		return calibrate(ctx, rt, node, appName, size, cutoff, stdout)
+	}
 	if rate := rates[appName]; rate != nil && weigh {
 		policy.Weigh(rate(), node.Routes)
 	}

@@ -30,7 +30,8 @@
 // A message inside a group takes LocalLatency plus its size over
 // LocalBandwidth. A message between groups goes through its group's
 // uplink, one message at a time at WideBandwidth, then takes WideLatency:
-// the slow link is shared by the processes of a group.
+// the slow link is shared by the processes of a group. A stolen task
+// reaches its thief Platform.TaskOverhead later still.
 package sim
 
 import (
@@ -59,6 +60,12 @@ type Platform struct {
 	// Header is the size in bytes of a steal request, of an empty answer,
 	// and of the header added to a task or a result.
 	Header int
+	// TaskOverhead is what moving one task to another process costs
+	// beyond its messages' latency and bytes (a runtime's handling of the
+	// steal and of the result on both sides): a stolen task reaches its
+	// thief that much later. hws.DepthLimitForCost weighs it against the
+	// work (zero: nothing).
+	TaskOverhead time.Duration
 }
 
 // DefaultPlatform is a grid of g clusters of pg processes: 20 µs and
@@ -161,7 +168,7 @@ func Run(cfg Config) (Result, error) {
 	switch {
 	case pl.Groups < 1 || pl.PerGroup < 1 || p > MaxProcs:
 		return Result{}, fmt.Errorf("sim: %d groups of %d processes (want 1 to %d processes)", pl.Groups, pl.PerGroup, MaxProcs)
-	case pl.Unit <= 0 || pl.LocalLatency < 0 || pl.WideLatency < 0 || !(pl.LocalBandwidth > 0) || !(pl.WideBandwidth > 0) || pl.Header < 0:
+	case pl.Unit <= 0 || pl.TaskOverhead < 0 || pl.LocalLatency < 0 || pl.WideLatency < 0 || !(pl.LocalBandwidth > 0) || !(pl.WideBandwidth > 0) || pl.Header < 0:
 		return Result{}, fmt.Errorf("sim: bad platform %+v", pl)
 	case cfg.DAG == nil || cfg.DAG.Len() == 0:
 		return Result{}, errors.New("sim: no DAG")
@@ -393,6 +400,9 @@ func (s *sim) stealArrive(e event) {
 		size += int(s.d.arg[n])
 	}
 	t := s.send(e.q, e.p, size)
+	if n >= 0 {
+		t += int64(s.pl.TaskOverhead)
+	}
 	s.q.push(event{t: t, kind: evStealReply, p: e.p, q: e.q, n: n, wide: e.wide, async: e.async, from: e.from})
 }
 

@@ -173,3 +173,55 @@ func TestWeighsDataAgainstWork(t *testing.T) {
 		t.Errorf("on the slow link hws took %v, random %v", makespans[0], makespans[2])
 	}
 }
+
+// On a platform like the real runs' (two groups of three, fib(39) of about
+// 0.4 s, a slow link of 500 kB/s), where moving a task costs 400 µs as an
+// athread hand-down does there, the depth limit of hws.DepthLimitForCost
+// is shallower than the fan-out rule's and finishes sooner, seed by seed.
+func TestCostLimitBeatsFanout(t *testing.T) {
+	d, err := Fib(39, 23)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := Platform{Groups: 2, PerGroup: 3, LocalLatency: 50 * time.Microsecond, LocalBandwidth: 1e8,
+		WideLatency: 20 * time.Millisecond, WideBandwidth: 5e5, Unit: 2 * time.Nanosecond, Header: 64,
+		TaskOverhead: 400 * time.Microsecond}
+	fan := hws.DepthLimitFor(2, d.Fanout())
+	cost := hws.DepthLimitForCost(2, d.Fanout(), time.Duration(d.Work())*pl.Unit, pl.TaskOverhead)
+	if cost >= fan {
+		t.Fatalf("cost limit %d, fan-out limit %d: want it shallower", cost, fan)
+	}
+	wins := 0
+	for seed := range uint64(5) {
+		var ms [2]time.Duration
+		for i, l := range []int{cost, fan} {
+			r, err := Run(Config{Platform: pl, Policy: hws.Policy{Kind: hws.HWS, DepthLimit: l}, DAG: d, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ms[i] = r.Makespan
+		}
+		t.Logf("seed %d: limit %d %v, limit %d %v", seed, cost, ms[0], fan, ms[1])
+		if ms[0] < ms[1] {
+			wins++
+		}
+	}
+	if wins < 4 {
+		t.Errorf("the cost limit finished first in %d of 5 runs, want 4 or more", wins)
+	}
+	// The overhead is charged: the fan-out limit's run, with its 128
+	// blocks per group, takes longer when a move costs 10 ms.
+	var ms [2]time.Duration
+	for i, ov := range []time.Duration{0, 10 * time.Millisecond} {
+		p := pl
+		p.TaskOverhead = ov
+		r, err := Run(Config{Platform: p, Policy: hws.Policy{Kind: hws.HWS, DepthLimit: fan}, DAG: d, Seed: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms[i] = r.Makespan
+	}
+	if ms[0]+100*time.Millisecond > ms[1] {
+		t.Errorf("limit %d: %v without the task overhead, %v with 10 ms", fan, ms[0], ms[1])
+	}
+}
