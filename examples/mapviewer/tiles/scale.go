@@ -208,7 +208,7 @@ func downscaleYCbCr(dst *image.RGBA, src *image.YCbCr, n int, hs, vs uint) {
 	w, h := src.Rect.Dx(), src.Rect.Dy()
 	ow, oh := dst.Rect.Dx(), dst.Rect.Dy()
 	var sums [3 * 256]uint32
-	sum := sums[:0]
+	var sum []uint32
 	if 3*ow > len(sums) {
 		sum = make([]uint32, 3*ow)
 	} else {
