@@ -221,6 +221,13 @@ func (d *dispatcher) wait(r *Request, ctx context.Context) error {
 // chanWaitFor is chanWait for at most d: done is false if r has not
 // completed by then and ctx has not ended.
 func (r *Request) chanWaitFor(ctx context.Context, d time.Duration) (err error, done bool) {
+	if r.spin() {
+		return r.err, true
+	}
+	r.parked.Store(true) // as in chanWait: complete signals done
+	if r.completed() {
+		return r.err, true
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
