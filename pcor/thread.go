@@ -49,7 +49,7 @@ func (t *Thread) Node() *Node { return t.node }
 // acknowledgement; beyond that Isend does not copy, and its request
 // completes once the destination accepted the message, so that a sender
 // faster than its receiver is slowed down by its Waits and its copies
-// stay bounded. Where a copied message goes:
+// stay bounded. How a copied message fails:
 //   - a failure known when Isend is called (the destination process is
 //     down or unreachable, the node closed) completes the request with
 //     that error;

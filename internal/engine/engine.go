@@ -22,9 +22,12 @@ type Engine struct {
 	bufs  bufPool
 
 	// spinners counts the threads spinning before they block on a
-	// request (spin.go), at most spinMax of them.
-	spinners atomic.Int32
-	spinMax  int32
+	// request (spin.go), at most spinMax of them; spinScore follows how
+	// recent spins ended, spinTries the waits that did not spin.
+	spinners  atomic.Int32
+	spinMax   int32
+	spinScore atomic.Int32
+	spinTries atomic.Uint32
 
 	budgetUsed atomic.Int64
 	acks       deferredAcks // acknowledgements waiting for a reply (ackout.go)

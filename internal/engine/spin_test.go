@@ -38,7 +38,9 @@ func TestDoneAfterUnwaitedCompletion(t *testing.T) {
 }
 
 // A receive waited on before its message comes is woken by the send, from
-// another goroutine, with and without the spin.
+// another goroutine, with and without the spin, and while spins have been
+// failing (only some waits spin). Spins that keep failing (no answer
+// comes) make most waits skip theirs.
 func TestWaitWokenBySend(t *testing.T) {
 	e, err := New(Config{Proc: 0, JobKey: 1})
 	if err != nil {
@@ -48,8 +50,12 @@ func TestWaitWokenBySend(t *testing.T) {
 	a, b := e.Endpoint(1), e.Endpoint(2)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	for _, spinMax := range []int32{0, 1} {
+	for _, spinMax := range []int32{0, 1, -1} {
 		e.spinMax = spinMax
+		if spinMax < 0 {
+			e.spinMax = 1
+			e.spinScore.Store(-spinScoreMax)
+		}
 		errs := make(chan error, 1)
 		go func() {
 			for i := range 1000 {
@@ -77,5 +83,28 @@ func TestWaitWokenBySend(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+func TestSpinBacksOff(t *testing.T) {
+	e, err := New(Config{Proc: 0, JobKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.spinMax = 1
+	b := e.Endpoint(2)
+	for range 4 * spinScoreMax {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Microsecond)
+		if _, err := b.Recv(ctx, 0, 1, 7, nil); err == nil {
+			t.Fatal("a receive of a message never sent completed")
+		}
+		cancel()
+	}
+	if s := e.spinScore.Load(); s >= 0 {
+		t.Fatalf("spin score %d after %d failed waits", s, 4*spinScoreMax)
+	}
+	if n := e.spinTries.Load(); n == 0 {
+		t.Fatal("no wait skipped its spin after spins kept failing")
 	}
 }
