@@ -51,7 +51,8 @@ func TestMain(m *testing.M) {
 
 // Two groups of three processes in network namespaces, joined through a
 // gateway namespace whose link is shaped to 4 Mbit/s: the groups are found
-// from the network, every case study gives the right result under random
+// from the network, a calibration run measures what the default depth
+// limit needs, every case study gives the right result under random
 // and hws stealing, and hws steals less between groups: over the three,
 // fewer threads moved between groups and fewer steal requests between
 // groups (fewer than half the requests was asked before: 1 run of 13 at
@@ -78,6 +79,16 @@ func TestNamespaceRun(t *testing.T) {
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
 	jobs := []job{{"fib", 32, 18, 2}, {"nqueens", 12, 3, 2}, {"matmul", 128, 32, 8}}
+	// The calibration of the default depth limit measures a round trip
+	// inside a group and the job's sequential time.
+	c, err := runCalibration(ctx, tp, pcorrun, self, jobs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("calibration of fib(32): round trip %v, work %v", c.RoundTrip, c.Work)
+	if c.RoundTrip <= 0 || c.RoundTrip > time.Second || c.Work <= 0 || c.Work > time.Minute {
+		t.Errorf("calibration of fib(32): round trip %v, work %v", c.RoundTrip, c.Work)
+	}
 	type sum struct{ steals, tries, bytes uint64 }
 	totals := map[hws.Kind]*sum{hws.Random: {}, hws.HWS: {}}
 	for _, j := range jobs {
