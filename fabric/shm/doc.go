@@ -7,9 +7,10 @@
 // slots; a sending port claims one slot of the receiver's segment and is the
 // only producer of that slot's ring, the receiving port its only consumer.
 // Sending copies the datagram into the ring and publishes it with one atomic
-// store; a receiver that found nothing sleeps on a futex in the segment
-// header, and a sender issues the wake-up system call only when the
-// receiver said it sleeps.
+// store; a receiver that found nothing sleeps on its doorbell, a named pipe
+// beside the segment read through the Go runtime's poller (so an idle
+// process has no thread waiting in a system call), and a sender writes to
+// the doorbell only when the receiver said it sleeps.
 //
 // Processes share memory only when they see the same tmpfs: an Endpoint
 // carries a host identity made of the kernel's boot id and the identity of

@@ -10,21 +10,20 @@ import (
 // lines.
 const (
 	segMagic   = 0x31686d73726f6370 // "pcorshm1", little-endian
-	segVersion = 2
+	segVersion = 3
 
 	headerSize = 4096
 
 	// Header fields.
-	offMagic     = 0   // u64
-	offVersion   = 8   // u32
-	offSlots     = 12  // u32: number of slots
-	offRingSize  = 16  // u32: bytes of ring per slot (a power of two)
-	offPid       = 20  // u32: receiving process
-	offStart     = 24  // u64: its start time (guards against pid reuse)
-	offClosed    = 32  // u32: 1 once the receiver closed its port
-	offHighWater = 36  // u32: slots ever claimed (receivers scan below it)
-	offSleeping  = 64  // u32: 1 while the receiver sleeps on the doorbell
-	offDoorbell  = 128 // u32: futex word senders bump to wake the receiver
+	offMagic     = 0  // u64
+	offVersion   = 8  // u32
+	offSlots     = 12 // u32: number of slots
+	offRingSize  = 16 // u32: bytes of ring per slot (a power of two)
+	offPid       = 20 // u32: receiving process
+	offStart     = 24 // u64: its start time (guards against pid reuse)
+	offClosed    = 32 // u32: 1 once the receiver closed its port
+	offHighWater = 36 // u32: slots ever claimed (receivers scan below it)
+	offSleeping  = 64 // u32: 1 while the receiver sleeps on its doorbell (bell_linux.go)
 
 	// Slot header fields, relative to the slot's start.
 	slotHeader   = 256

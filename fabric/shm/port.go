@@ -40,6 +40,10 @@ type Port struct {
 	cfg   Config
 	local Endpoint
 	seg   *segment
+	// bell is the read end of the port's doorbell, which the receiving
+	// goroutine sleeps on; bellBuf takes what it holds.
+	bell    *os.File
+	bellBuf [64]byte
 
 	// Receive side, used by the one receiving goroutine.
 	in       []*ring // per slot, nil until claimed
@@ -57,6 +61,10 @@ type Port struct {
 	seen    uint64
 	// interrupted: Interrupt was called (see wait.go).
 	interrupted atomic.Bool
+	// watch tells of the death of peers (watch_linux.go); scanDue is set
+	// then, for the receiver to look at its slots and destinations.
+	watch   watcher
+	scanDue atomic.Bool
 
 	outMu sync.Mutex // guards out
 	out   map[string]*outRing
@@ -103,7 +111,7 @@ func Listen(name string, cfg Config) (*Port, error) {
 		return nil, err
 	}
 	reap(cfg.Dir)
-	seg, err := createSegment(filepath.Join(cfg.Dir, filePrefix+name), cfg.Slots, cfg.RingSize)
+	seg, bell, err := createSegment(filepath.Join(cfg.Dir, filePrefix+name), cfg.Slots, cfg.RingSize)
 	if err != nil {
 		return nil, err
 	}
@@ -111,6 +119,7 @@ func Listen(name string, cfg Config) (*Port, error) {
 		cfg:   cfg,
 		local: Endpoint{Host: host, Name: name},
 		seg:   seg,
+		bell:  bell,
 		in:    make([]*ring, cfg.Slots),
 		out:   make(map[string]*outRing),
 	}, nil
@@ -236,11 +245,11 @@ func (p *Port) put(o *outRing, d *fabric.Datagram) (lost bool, err error) {
 // variable for tests).
 var roomWait = 10 * time.Millisecond
 
-// wake rings the doorbell of seg's receiver if it sleeps.
+// wake rings the doorbell of seg's receiver if it sleeps. Of the senders
+// that find it asleep, the one that clears the flag rings.
 func (p *Port) wake(seg *segment) {
-	if load32(seg.mem, offSleeping) != 0 {
-		atomicAdd32(seg.mem, offDoorbell)
-		futexWakeAll(u32at(seg.mem, offDoorbell))
+	if load32(seg.mem, offSleeping) != 0 && casUint32(seg.mem, offSleeping, 1, 0) {
+		pokeBell(seg.bell)
 		p.st.wakes.Add(1)
 	}
 }
@@ -272,6 +281,10 @@ func (p *Port) outTo(e Endpoint) (*outRing, error) {
 		seg.unmap()
 		return nil, fmt.Errorf("%w: %s (closed)", ErrNoPort, e)
 	}
+	if seg.bell, err = openBell(seg.path); err != nil {
+		seg.unmap()
+		return nil, err
+	}
 	r, err := claim(seg)
 	if err != nil {
 		seg.unmap()
@@ -279,6 +292,7 @@ func (p *Port) outTo(e Endpoint) (*outRing, error) {
 	}
 	o := &outRing{seg: seg, r: r}
 	p.out[e.Name] = o
+	p.watch.watch(load32(seg.mem, offPid), load64(seg.mem, offStart), p.peerExited)
 	return o, nil
 }
 
@@ -340,7 +354,8 @@ func (p *Port) receive(msgs [][]byte, mode int, deadline time.Time) (int, error)
 		// Reading the clock costs as much as a look at every ring (a
 		// polling caller looks millions of times a second): look at it
 		// only every scanLooks empty looks.
-		if p.looks++; p.looks%scanLooks == 0 && time.Since(p.lastScan) > scanEvery {
+		if p.looks++; p.scanDue.Load() && p.scanDue.Swap(false) ||
+			p.looks%scanLooks == 0 && time.Since(p.lastScan) > scanEvery {
 			p.scanOwners()
 		}
 		switch mode {
@@ -376,19 +391,23 @@ const (
 // close or a dead sender.
 func (p *Port) sleep(intr bool, deadline time.Time) {
 	mem := p.seg.mem
-	v := load32(mem, offDoorbell)
+	// A sender stores its tail, then looks at the flag; this looks at
+	// the tails after storing the flag: one of the two sees the other.
 	store32(mem, offSleeping, 1)
-	if p.pending() || p.closed.Load() || p.resumed.Load() != p.seen || intr && p.interrupted.Load() {
+	if p.pending() || p.closed.Load() || p.scanDue.Load() || p.resumed.Load() != p.seen || intr && p.interrupted.Load() {
 		store32(mem, offSleeping, 0)
 		return
 	}
-	d := 100 * time.Millisecond
+	d := idleScan
+	if !p.watch.allWatched() {
+		d = scanEvery
+	}
 	if !deadline.IsZero() {
 		d = min(d, time.Until(deadline))
 	}
 	if d > 0 {
 		p.st.sleeps.Add(1)
-		futexWaitTimeout(u32at(mem, offDoorbell), v, d)
+		waitBell(p.bell, p.bellBuf[:], d)
 	}
 	store32(mem, offSleeping, 0)
 }
@@ -419,8 +438,17 @@ func (p *Port) inRing(i int) *ring {
 			return nil
 		}
 		p.in[i] = newRing(p.seg, i)
+		base := slotOffset(i, p.seg.ringSize)
+		p.watch.watch(load32(p.seg.mem, base+slotOwner), load64(p.seg.mem, base+slotStart), p.peerExited)
 	}
 	return p.in[i]
+}
+
+// peerExited is called when a watched peer process has exited: the
+// receiver looks at its slots and destinations at once.
+func (p *Port) peerExited() {
+	p.scanDue.Store(true)
+	p.wake(p.seg)
 }
 
 // collect takes records from the rings, starting at a rotating slot so
@@ -519,8 +547,11 @@ func (p *Port) Close() error {
 		p.closed.Store(true)
 		mem := p.seg.mem
 		store32(mem, offClosed, 1)
-		atomicAdd32(mem, offDoorbell)
-		futexWakeAll(u32at(mem, offDoorbell))
+		pokeBell(p.seg.bell)
+		// Senders opening the doorbell from now on find no port.
+		os.Remove(p.seg.path + bellSuffix)
+		p.bell.Close()
+		p.watch.close()
 		for i := 0; i < p.highWater(); i++ {
 			// Senders waiting for room find the port closed.
 			bell := slotOffset(i, p.seg.ringSize) + slotRoomBell

@@ -63,6 +63,21 @@ func runRole(role string) int {
 				return 1
 			}
 		}
+	case "idle":
+		return idlePeer(p)
+	case "once":
+		// One datagram, then nothing until killed.
+		to, err := p.ParseEndpoint(os.Getenv("PCOR_SHM_TEST_TO"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if _, err := p.Send([]fabric.Datagram{{Body: []byte("once"), To: to}}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		time.Sleep(time.Hour)
+		return 0
 	case "receiver":
 		msgs := make([][]byte, 1)
 		for {
@@ -90,6 +105,13 @@ func spawnB(b *testing.B, role string, env ...string) (*exec.Cmd, string) {
 
 func spawnIn(t testing.TB, prefix []string, role string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
+	cmd, ep, _ := spawnOut(t, prefix, role, env...)
+	return cmd, ep
+}
+
+// spawnOut is spawnIn that also returns the rest of the role's output.
+func spawnOut(t testing.TB, prefix []string, role string, env ...string) (*exec.Cmd, string, *bufio.Reader) {
+	t.Helper()
 	argv := append(append([]string(nil), prefix...), os.Args[0], "-test.run=^$")
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(append(os.Environ(), "PCOR_SHM_TEST_ROLE="+role), env...)
@@ -102,11 +124,12 @@ func spawnIn(t testing.TB, prefix []string, role string, env ...string) (*exec.C
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(out).ReadString('\n')
+	rd := bufio.NewReader(out)
+	line, err := rd.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "READY ") {
 		t.Fatalf("%s did not start: %q %v", role, line, err)
 	}
-	return cmd, strings.TrimSpace(strings.TrimPrefix(line, "READY "))
+	return cmd, strings.TrimSpace(strings.TrimPrefix(line, "READY ")), rd
 }
 
 // streamFrom starts a sender process in front of prefix, checks that its

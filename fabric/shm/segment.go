@@ -19,30 +19,42 @@ type segment struct {
 	slots    int
 	ringSize int
 	path     string
+	// bell is the write end of the receiver's doorbell (bell_linux.go),
+	// -1 when not open.
+	bell int
 }
 
 // createSegment makes the segment file of a listening port. The file is
 // sparse: a ring's pages take memory only once a sender writes into them.
-func createSegment(path string, slots, ringSize int) (*segment, error) {
+// It returns the doorbell's read end with it.
+func createSegment(path string, slots, ringSize int) (*segment, *os.File, error) {
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		if errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("%w: %s", ErrAddrInUse, path)
+			return nil, nil, fmt.Errorf("%w: %s", ErrAddrInUse, path)
 		}
-		return nil, fmt.Errorf("shm: %w", err)
+		return nil, nil, fmt.Errorf("shm: %w", err)
 	}
 	defer f.Close()
 	size := segmentSize(slots, ringSize)
 	if err := f.Truncate(int64(size)); err != nil {
 		os.Remove(path)
-		return nil, fmt.Errorf("shm: size %s: %w", path, err)
+		return nil, nil, fmt.Errorf("shm: size %s: %w", path, err)
 	}
 	mem, err := unix.Mmap(int(f.Fd()), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 	if err != nil {
 		os.Remove(path)
-		return nil, fmt.Errorf("shm: map %s: %w", path, err)
+		return nil, nil, fmt.Errorf("shm: map %s: %w", path, err)
 	}
 	pid, start := selfID()
+	// The doorbell exists before the magic: a sender that sees a
+	// complete header finds it.
+	bellRd, bellW, err := makeBell(path)
+	if err != nil {
+		unix.Munmap(mem)
+		os.Remove(path)
+		return nil, nil, err
+	}
 	store32(mem, offVersion, segVersion)
 	store32(mem, offSlots, uint32(slots))
 	store32(mem, offRingSize, uint32(ringSize))
@@ -50,7 +62,7 @@ func createSegment(path string, slots, ringSize int) (*segment, error) {
 	store64(mem, offStart, start)
 	// The magic goes last: a sender that sees it sees a complete header.
 	store64(mem, offMagic, segMagic)
-	return &segment{mem: mem, slots: slots, ringSize: ringSize, path: path}, nil
+	return &segment{mem: mem, slots: slots, ringSize: ringSize, path: path, bell: bellW}, bellRd, nil
 }
 
 // openSegment maps the segment of another port, checking its header.
@@ -74,7 +86,7 @@ func openSegment(path string) (*segment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shm: map %s: %w", path, err)
 	}
-	s := &segment{mem: mem, path: path}
+	s := &segment{mem: mem, path: path, bell: -1}
 	if err := s.check(int(fi.Size())); err != nil {
 		unix.Munmap(mem)
 		return nil, err
@@ -106,6 +118,10 @@ func (s *segment) ownerAlive() bool {
 }
 
 func (s *segment) unmap() {
+	if s.bell >= 0 {
+		unix.Close(s.bell)
+		s.bell = -1
+	}
 	if s.mem != nil {
 		unix.Munmap(s.mem)
 		s.mem = nil
@@ -126,6 +142,13 @@ func reap(dir string) {
 		if strings.HasSuffix(path, ".tmp") {
 			continue
 		}
+		if seg, ok := strings.CutSuffix(path, bellSuffix); ok {
+			// A doorbell whose segment is gone.
+			if _, err := os.Stat(seg); errors.Is(err, os.ErrNotExist) {
+				os.Remove(path)
+			}
+			continue
+		}
 		s, err := openSegment(path)
 		if err != nil {
 			continue
@@ -134,6 +157,7 @@ func reap(dir string) {
 		s.unmap()
 		if gone {
 			os.Remove(path)
+			os.Remove(path + bellSuffix)
 		}
 	}
 }

@@ -7,7 +7,7 @@ type stats struct {
 	dropped        atomic.Uint64 // to a receiver that closed, died or never was
 	full           atomic.Uint64 // sends that found the ring full
 	roomWaits      atomic.Uint64 // sleeps of senders waiting for room
-	wakes          atomic.Uint64 // futex wakes issued
+	wakes          atomic.Uint64 // doorbell rings issued
 	sleeps         atomic.Uint64 // times Receive slept
 	corrupt        atomic.Uint64 // rings found broken
 	reclaimed      atomic.Uint64 // slots freed after their sender left
@@ -26,7 +26,7 @@ type Stats struct {
 	// Full counts sends that waited for room in a ring; RoomWaits counts
 	// their sleeps until the receiver made room.
 	Full, RoomWaits uint64
-	// Wakes counts futex wake-ups sent; Sleeps counts receiver sleeps.
+	// Wakes counts doorbell rings sent; Sleeps counts receiver sleeps.
 	Wakes, Sleeps uint64
 	// Corrupt counts rings whose records could not be delimited.
 	Corrupt uint64

@@ -9,8 +9,8 @@ import (
 )
 
 // A Port is driven by the thread that waits for its own message
-// (fabric.Waiter): Wait and Park sleep on the doorbell futex on the
-// calling thread, so the datagram that ends the wait is read by the thread
+// (fabric.Waiter): Wait and Park sleep on the doorbell in the calling
+// goroutine, so the datagram that ends the wait is read by the thread
 // that wanted it, with no hand-over to another thread.
 var _ fabric.Waiter = (*Port)(nil)
 
