@@ -28,3 +28,18 @@ func BenchmarkMemmove2MiB(b *testing.B) {
 		copy(dst, src)
 	}
 }
+
+// BenchmarkCMARead2MiBHuge is BenchmarkCMARead2MiB between buffers from
+// Port.Alloc, which asks for transparent huge pages.
+func BenchmarkCMARead2MiBHuge(b *testing.B) {
+	p := &Port{}
+	src, dst := p.Alloc(2<<20), p.Alloc(2<<20)
+	clear(src)
+	clear(dst)
+	b.SetBytes(int64(len(src)))
+	for i := 0; i < b.N; i++ {
+		if err := readFrom(os.Getpid(), dst, uint64(uintptr(unsafe.Pointer(&src[0])))); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

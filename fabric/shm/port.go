@@ -163,9 +163,6 @@ func (p *Port) ParseEndpoint(s string) (fabric.Endpoint, error) {
 // Kind is "shm".
 func (p *Port) Kind() string { return Kind }
 
-// Alloc returns ordinary memory: the rings are the only shared memory.
-func (p *Port) Alloc(n int) []byte { return make([]byte, n) }
-
 // Send copies each datagram into the destination's ring. A full ring makes
 // Send wait for room; a destination that closed or died has its datagrams
 // dropped, as a network would.
