@@ -44,7 +44,9 @@ func TestMeasureAndPassive(t *testing.T) {
 	th := a.NewThread()
 	var prices routing.Prices
 	l := routing.Link{Peer: 1, Fabric: "udp", Network: "lo"}
-	if err := Measure(ctx, th, echo.Addr(), l, &prices, []int{0, 4096, 32 << 10, 128 << 10}, 8); err != nil {
+	// Sizes up to 2 MiB, so that the per-byte cost stands well above the
+	// waits for a CPU of a loaded machine and the fitted slope is positive.
+	if err := Measure(ctx, th, echo.Addr(), l, &prices, []int{0, 4096, 512 << 10, 2 << 20}, 10); err != nil {
 		t.Fatal(err)
 	}
 	if got := prices.Refit(); len(got) != 1 || got[0] != l {
