@@ -203,7 +203,8 @@ func (d *dispatcher) wait(r *Request, ctx context.Context) error {
 		if done {
 			return err
 		}
-		return r.chanWait(ctx)
+		err, _ = r.block(ctx, 0)
+		return err
 	}
 }
 
@@ -217,32 +218,6 @@ func (d *dispatcher) wait(r *Request, ctx context.Context) error {
 // leaving the port to the next thread that waits. Its own message, when it
 // comes, is received by whoever holds the token then: a driving thread,
 // or the dispatcher at once or within progressGrace.
-
-// chanWaitFor is chanWait for at most d: done is false if r has not
-// completed by then and ctx has not ended.
-func (r *Request) chanWaitFor(ctx context.Context, d time.Duration) (err error, done bool) {
-	if r.spin() {
-		return r.err, true
-	}
-	r.parked.Store(true) // as in chanWait: complete signals done
-	if r.completed() {
-		return r.err, true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-r.done:
-		r.completed()
-		return r.err, true
-	case <-ctx.Done():
-		if r.state.Load() == stateDone {
-			return r.err, true
-		}
-		return ctx.Err(), true
-	case <-t.C:
-		return nil, false
-	}
-}
 
 // tryLead takes the token for the calling thread: from nobody, or from the
 // dispatcher if no other thread waits on the port (those are served by the

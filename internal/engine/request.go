@@ -4,6 +4,7 @@ import (
 	"context"
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 type reqKind uint8
@@ -211,17 +212,36 @@ func (r *Request) Wait(ctx context.Context) error {
 // chanWait blocks until r completes or ctx ends, while others drive the
 // port.
 func (r *Request) chanWait(ctx context.Context) error {
+	err, _ := r.chanWaitFor(ctx, 0)
+	return err
+}
+
+// chanWaitFor is chanWait for at most d (no limit if d <= 0): done is
+// false if r has not completed by then and ctx has not ended. A waiter
+// that goes on waiting after that calls block, its request parked already.
+func (r *Request) chanWaitFor(ctx context.Context, d time.Duration) (err error, done bool) {
 	if r.spin() {
-		return r.err
+		return r.err, true
 	}
 	r.parked.Store(true)
 	if r.completed() {
-		return r.err
+		return r.err, true
 	}
-	if ctx.Done() == nil {
+	return r.block(ctx, d)
+}
+
+// block waits on done, for at most d if d > 0, once r is parked (complete
+// signals done).
+func (r *Request) block(ctx context.Context, d time.Duration) (err error, done bool) {
+	var timeout <-chan time.Time
+	if d > 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	} else if ctx.Done() == nil {
 		<-r.done
 		r.completed()
-		return r.err
+		return r.err, true
 	}
 	select {
 	case <-r.done:
@@ -229,12 +249,14 @@ func (r *Request) chanWait(ctx context.Context) error {
 		// both are, so that the owner's next use of r cannot be marked
 		// done by this completion.
 		r.completed()
-		return r.err
+		return r.err, true
 	case <-ctx.Done():
 		if r.state.Load() == stateDone {
-			return r.err
+			return r.err, true
 		}
-		return ctx.Err()
+		return ctx.Err(), true
+	case <-timeout:
+		return nil, false
 	}
 }
 
