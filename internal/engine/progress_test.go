@@ -101,35 +101,9 @@ func TestDrivePingPong(t *testing.T) {
 			es := udpEngines(t, 2, mode)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			done := make(chan error, 1)
 			const n = 200
-			go func() {
-				for i := 0; i < n; i++ {
-					r := recv(es[1], 1, 0, 0, 5)
-					if err := r.Wait(ctx); err != nil {
-						done <- err
-						return
-					}
-					if err := send(t, es[1], 1, 0, 0, 6, r.Data()).Wait(ctx); err != nil {
-						done <- err
-						return
-					}
-				}
-				done <- nil
-			}()
-			for i := 0; i < n; i++ {
-				msg := []byte(fmt.Sprint(i))
-				if err := send(t, es[0], 0, 1, 1, 5, msg).Wait(ctx); err != nil {
-					t.Fatal(err)
-				}
-				r := recv(es[0], 0, 1, 1, 6)
-				if err := r.Wait(ctx); err != nil {
-					t.Fatal(err)
-				}
-				if !bytes.Equal(r.Data(), msg) {
-					t.Fatalf("round %d: %q", i, r.Data())
-				}
-			}
+			done := echo(t, ctx, es[1], n)
+			pingPong(t, ctx, es[0], n)
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
@@ -378,19 +352,7 @@ func TestDriveAnyFollowsData(t *testing.T) {
 		}
 		done <- nil
 	}()
-	for i := 0; i < n; i++ {
-		msg := []byte(fmt.Sprint(i))
-		if err := send(t, es[0], 0, 1, 1, 5, msg).Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-		r := recv(es[0], 0, 1, 1, 6)
-		if err := r.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(r.Data(), msg) {
-			t.Fatalf("round %d: %q", i, r.Data())
-		}
-	}
+	pingPong(t, ctx, es[0], n)
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -419,21 +381,7 @@ func TestDriveLongWaiterLetsOthersDrive(t *testing.T) {
 	go func() { longDone <- long.Wait(lctx) }()
 	time.Sleep(3 * driveIdle) // it drove, gave up and waits long
 	const n = 200
-	done := make(chan error, 1)
-	go func() {
-		for i := 0; i < n; i++ {
-			r := recv(es[1], 1, 0, 0, 5)
-			if err := r.Wait(ctx); err != nil {
-				done <- err
-				return
-			}
-			if err := send(t, es[1], 1, 0, 0, 6, r.Data()).Wait(ctx); err != nil {
-				done <- err
-				return
-			}
-		}
-		done <- nil
-	}()
+	done := echo(t, ctx, es[1], n)
 	before := es[0].Stats()[0]
 	for i := 0; i < n; i++ {
 		if err := send(t, es[0], 0, 1, 1, 5, []byte{byte(i)}).Wait(ctx); err != nil {
@@ -456,4 +404,45 @@ func TestDriveLongWaiterLetsOthersDrive(t *testing.T) {
 		t.Errorf("long receive: %v", err)
 	}
 	long.Cancel()
+}
+
+// echo answers n messages to thread 1 of e (tag 5, from thread 0 of
+// process 0) with the same bytes (tag 6), each reply waited for; the
+// channel has nil, or the first error, at the end.
+func echo(t *testing.T, ctx context.Context, e *Engine, n int) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < n; i++ {
+			r := recv(e, 1, 0, 0, 5)
+			if err := r.Wait(ctx); err != nil {
+				done <- err
+				return
+			}
+			if err := send(t, e, 1, 0, 0, 6, r.Data()).Wait(ctx); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	return done
+}
+
+// pingPong makes n round trips from thread 0 of e to echo's thread of
+// process 1 and checks each reply.
+func pingPong(t *testing.T, ctx context.Context, e *Engine, n int) {
+	t.Helper()
+	for i := 0; i < n; i++ {
+		msg := []byte(fmt.Sprint(i))
+		if err := send(t, e, 0, 1, 1, 5, msg).Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		r := recv(e, 0, 1, 1, 6)
+		if err := r.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(r.Data(), msg) {
+			t.Fatalf("round %d: %q", i, r.Data())
+		}
+	}
 }
