@@ -526,12 +526,7 @@ func (c *cluster) thief() {
 				// Held by all already (a VP went idle again, as one
 				// does in each Join of a thread running elsewhere):
 				// asking would find nothing.
-				select {
-				case s := <-c.replyc:
-					async.answered(s)
-				case <-c.fed:
-				case <-time.After(time.Until(until)):
-				case <-c.ctx.Done():
+				if _, stop := c.pause(time.Until(until), &async); stop {
 					return
 				}
 				continue
@@ -571,18 +566,32 @@ func (c *cluster) thief() {
 			if until, ok := c.heldByAll(); ok {
 				wait = max(wait, time.Until(until))
 			}
-			select {
-			case s := <-c.replyc:
-				async.answered(s)
-				continue
-			case <-c.fed:
-				continue
-			case <-time.After(wait):
-			case <-c.ctx.Done():
+			woken, stop := c.pause(wait, &async)
+			if stop {
 				return
+			}
+			if woken {
+				continue
 			}
 			backoff = min(2*backoff, maxBackoff)
 		}
+	}
+}
+
+// pause waits up to d for the answer to an asynchronous request (recorded
+// in async) or a thread given to this process: woken says one came, stop
+// that the runtime is closing.
+func (c *cluster) pause(d time.Duration, async *outstanding) (woken, stop bool) {
+	select {
+	case s := <-c.replyc:
+		async.answered(s)
+		return true, false
+	case <-c.fed:
+		return true, false
+	case <-time.After(d):
+		return false, false
+	case <-c.ctx.Done():
+		return false, true
 	}
 }
 
