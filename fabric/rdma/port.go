@@ -117,8 +117,9 @@ type Port struct {
 	sentTo    map[string]*conn // the conn that carried the last send to each endpoint (Taken)
 	sendWC    []verbs.WC
 
-	recvMu    sync.Mutex // the consumer: Receive/Poll, idleSince
-	idleSince time.Time  // first of the current run of empty Polls
+	recvMu      sync.Mutex  // the consumer: Receive/Poll, idleSince
+	idleSince   time.Time   // first of the current run of empty Polls
+	interrupted atomic.Bool // Interrupt called: the next Wait or Park returns
 
 	allocMu sync.RWMutex
 	allocs  []*verbs.MR // by address: Alloc'd regions are disjoint

@@ -28,15 +28,22 @@ type readyDg struct {
 // to len(msgs) of them. Each msgs[i] is a slice of a receive buffer, valid
 // until the next Receive or Poll.
 func (p *Port) Receive(msgs [][]byte) (int, error) {
-	return p.receive(msgs, true)
+	return p.receive(msgs, recvBlock, time.Time{})
 }
 
 // Poll is Receive without blocking.
 func (p *Port) Poll(msgs [][]byte) (int, error) {
-	return p.receive(msgs, false)
+	return p.receive(msgs, recvPoll, time.Time{})
 }
 
-func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
+// How receive waits.
+const (
+	recvPoll  = iota // not at all
+	recvBlock        // until a datagram comes (Receive)
+	recvIntr         // until a datagram comes, Interrupt or the deadline (Wait, Park)
+)
+
+func (p *Port) receive(msgs [][]byte, how int, deadline time.Time) (int, error) {
 	p.recvMu.Lock()
 	defer p.recvMu.Unlock()
 	if p.closed.Load() {
@@ -55,7 +62,7 @@ func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
 	if len(msgs) == 0 {
 		return 0, nil
 	}
-	if !block {
+	if how == recvPoll {
 		n := p.deliver(msgs)
 		p.pollIdle(n == 0)
 		return n, nil
@@ -66,6 +73,9 @@ func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
 		for spin := time.Now(); ; {
 			if n := p.deliver(msgs); n > 0 {
 				return n, nil
+			}
+			if how == recvIntr && p.interrupted.Swap(false) {
+				return 0, nil
 			}
 			if time.Since(spin) > blockSpin {
 				break
@@ -80,15 +90,36 @@ func (p *Port) receive(msgs [][]byte, block bool) (int, error) {
 		if n := p.deliver(msgs); n > 0 {
 			return n, nil
 		}
-		var wake time.Time
+		wake := deadline
 		if p.holding.Load() > 0 {
-			wake = time.Now().Add(holdWake) // Resume raises no event
+			// Resume raises no event.
+			if w := time.Now().Add(holdWake); wake.IsZero() || w.Before(wake) {
+				wake = w
+			}
 		}
-		err := p.recvCQ.Wait(wake)
-		if p.closed.Load() || errors.Is(err, os.ErrClosed) {
+		var err error
+		if how == recvIntr {
+			err = p.recvCQ.WaitUnless(wake, &p.interrupted)
+		} else {
+			err = p.recvCQ.Wait(wake)
+		}
+		switch {
+		case p.closed.Load() || errors.Is(err, os.ErrClosed):
 			return 0, fabric.ErrClosed
-		}
-		if err != nil && !errors.Is(err, verbs.ErrTimeout) {
+		case errors.Is(err, verbs.ErrWoken):
+			p.interrupted.Store(false)
+			if n := p.deliver(msgs); n > 0 {
+				return n, nil
+			}
+			return 0, nil
+		case errors.Is(err, verbs.ErrTimeout):
+			if !deadline.IsZero() && !time.Now().Before(deadline) {
+				if n := p.deliver(msgs); n > 0 {
+					return n, nil
+				}
+				return 0, os.ErrDeadlineExceeded
+			}
+		case err != nil:
 			return 0, err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -136,19 +137,43 @@ var ErrTimeout = errors.New("rdma: timed out")
 // Wait blocks until the completion channel delivers an event, the deadline
 // passes (ErrTimeout; zero means none) or the channel is closed
 // (os.ErrClosed). Arm first.
-func (cq *CQ) Wait(deadline time.Time) error {
+func (cq *CQ) Wait(deadline time.Time) error { return cq.WaitUnless(deadline, nil) }
+
+// ErrWoken is returned by WaitUnless when it was woken (see Wake).
+var ErrWoken = errors.New("rdma: wait woken")
+
+// WaitUnless is Wait that returns ErrWoken at once when *stop is set, and
+// as soon as Wake is called while it waits (a nil stop: never). A goroutine that wants the
+// waiter back sets *stop and then calls Wake: either the waiter sees
+// *stop before it sleeps, or Wake's deadline comes after the waiter's own
+// and ends its sleep.
+func (cq *CQ) WaitUnless(deadline time.Time, stop *atomic.Bool) error {
 	if cq.ch == nil {
 		return fmt.Errorf("rdma: CQ has no completion channel")
 	}
 	if err := cq.ch.SetReadDeadline(deadline); err != nil {
 		return err
 	}
+	if stop != nil && stop.Load() {
+		return ErrWoken
+	}
 	var ev [8]byte // struct ib_uverbs_comp_event_desc
 	_, err := cq.ch.Read(ev[:])
 	if errors.Is(err, os.ErrDeadlineExceeded) {
+		if stop != nil && stop.Load() {
+			return ErrWoken
+		}
 		return ErrTimeout
 	}
 	return err
+}
+
+// Wake ends a WaitUnless in progress (its read deadline passes at once).
+// The CQ stays usable.
+func (cq *CQ) Wake() {
+	if cq.ch != nil {
+		cq.ch.SetReadDeadline(time.Unix(1, 0))
+	}
 }
 
 // Interrupt closes the completion channel: a blocked Wait returns
