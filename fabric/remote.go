@@ -40,6 +40,18 @@ type RemoteReadMin interface {
 	RemoteReadMin() int
 }
 
+// RemoteReadNow is implemented by RemoteReader ports whose read is a copy
+// made by the calling thread (shared memory: the kernel copies from the
+// other process). Where the caller holds nothing that the end of the read
+// needs, the engine reads this way and runs what follows the read itself,
+// instead of handing the end of each read to another goroutine (which
+// costs a thread wake-up per message).
+type RemoteReadNow interface {
+	// ReadRemoteNow is ReadRemote that returns when the read is over,
+	// with its outcome.
+	ReadRemoteNow(from Endpoint, dst []byte, desc []byte) error
+}
+
 // MaxRemoteDesc bounds the descriptor of exposed memory.
 const MaxRemoteDesc = 32
 

@@ -46,6 +46,7 @@ var (
 	_ fabric.RemoteReader   = (*Port)(nil)
 	_ fabric.RemoteReadable = (*Port)(nil)
 	_ fabric.RemoteReadMin  = (*Port)(nil)
+	_ fabric.RemoteReadNow  = (*Port)(nil)
 )
 
 // RemoteReadMin is the smallest message worth a single copy
@@ -136,34 +137,61 @@ func (p *Port) Expose(b []byte) ([]byte, func(), error) {
 // descriptor naming any other process is refused, so that a sender cannot
 // have this process read memory it could not read itself.
 func (p *Port) ReadRemote(from fabric.Endpoint, dst []byte, desc []byte, done func(error)) error {
+	pid, addr, err := p.checkRemote(from, dst, desc)
+	if err != nil {
+		return err
+	}
+	err = p.read(pid, dst, addr)
+	go done(err)
+	return nil
+}
+
+// ReadRemoteNow is ReadRemote that returns the outcome of the read instead
+// of handing it to a callback: the engine reads this way where the end of
+// the read may run on the reading thread, which saves waking another
+// thread per message.
+func (p *Port) ReadRemoteNow(from fabric.Endpoint, dst []byte, desc []byte) error {
+	pid, addr, err := p.checkRemote(from, dst, desc)
+	if err != nil {
+		return err
+	}
+	return p.read(pid, dst, addr)
+}
+
+// checkRemote validates a read of dst from the memory desc describes and
+// returns the process and the address to read.
+func (p *Port) checkRemote(from fabric.Endpoint, dst []byte, desc []byte) (pid uint32, addr uint64, err error) {
 	if _, ok := from.(Endpoint); !ok {
-		return fmt.Errorf("shm: endpoint %v (%T) is not an shm endpoint", from, from)
+		return 0, 0, fmt.Errorf("shm: endpoint %v (%T) is not an shm endpoint", from, from)
 	}
 	if len(desc) != descSize {
-		return fmt.Errorf("%w: %d bytes", ErrDescriptor, len(desc))
+		return 0, 0, fmt.Errorf("%w: %d bytes", ErrDescriptor, len(desc))
 	}
-	pid := binary.LittleEndian.Uint32(desc)
+	pid = binary.LittleEndian.Uint32(desc)
 	start := binary.LittleEndian.Uint64(desc[4:])
-	addr := binary.LittleEndian.Uint64(desc[12:])
+	addr = binary.LittleEndian.Uint64(desc[12:])
 	n := binary.LittleEndian.Uint64(desc[20:])
 	if n < uint64(len(dst)) {
-		return fmt.Errorf("%w: %d bytes exposed, %d wanted", ErrDescriptor, n, len(dst))
+		return 0, 0, fmt.Errorf("%w: %d bytes exposed, %d wanted", ErrDescriptor, n, len(dst))
 	}
 	if p.closed.Load() {
-		return fabric.ErrClosed
+		return 0, 0, fabric.ErrClosed
 	}
 	if !p.readsFrom(pid, start) {
-		return fmt.Errorf("%w: process %d sends nothing here or may not be read", ErrDescriptor, pid)
+		return 0, 0, fmt.Errorf("%w: process %d sends nothing here or may not be read", ErrDescriptor, pid)
 	}
-	var err error
+	return pid, addr, nil
+}
+
+// read fills dst from process pid's memory at addr and counts it.
+func (p *Port) read(pid uint32, dst []byte, addr uint64) error {
 	if len(dst) > 0 {
-		err = readFrom(int(pid), dst, addr)
+		if err := readFrom(int(pid), dst, addr); err != nil {
+			return err
+		}
 	}
-	if err == nil {
-		p.st.cmaReads.Add(1)
-		p.st.cmaBytes.Add(uint64(len(dst)))
-	}
-	go done(err)
+	p.st.cmaReads.Add(1)
+	p.st.cmaBytes.Add(uint64(len(dst)))
 	return nil
 }
 

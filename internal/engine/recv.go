@@ -31,7 +31,9 @@ func (e *Engine) irecv(r *Request) {
 		}
 	}
 	s.mu.Unlock()
-	if m != nil {
+	if m != nil && m.rndv {
+		e.rndvReceive(r, m, true) // this thread holds nothing: it may read
+	} else if m != nil {
 		e.fillFromMCB(r, m)
 	} else {
 		e.resumeHeld() // a held message may fit this receive's buffer
@@ -117,7 +119,7 @@ func (e *Engine) disownLocked(m *mcb) {
 // fillFromMCB completes receive r with message m and frees m.
 func (e *Engine) fillFromMCB(r *Request, m *mcb) {
 	if m.rndv {
-		e.rndvReceive(r, m)
+		e.rndvReceive(r, m, false)
 		return
 	}
 	var err error

@@ -290,8 +290,10 @@ func (m *mcb) msgLen() int {
 
 // rndvReceive completes receive r with the message announced by m: it
 // reads the message into r's buffer (or one of its own) from the sender's
-// exposed memory, then tells the sender. m is freed.
-func (e *Engine) rndvReceive(r *Request, m *mcb) {
+// exposed memory, then tells the sender. m is freed. With now, the caller
+// holds no lock and no progress token, so that a read made by this thread
+// (fabric.RemoteReadNow) may end here.
+func (e *Engine) rndvReceive(r *Request, m *mcb, now bool) {
 	k := m.key
 	a, ok := parseAnnouncement(m.data)
 	e.freeMCB(m)
@@ -312,7 +314,7 @@ func (e *Engine) rndvReceive(r *Request, m *mcb) {
 	}
 	rd := &rndvRead{r: r, k: k, a: a, d: d, from: from}
 	if r.buf != nil {
-		e.rndvRead(rd)
+		e.rndvRead(rd, now)
 		return
 	}
 	// Storage of the engine's own: charged to the budget while it is read.
@@ -331,7 +333,7 @@ func (e *Engine) rndvReceive(r *Request, m *mcb) {
 		return
 	}
 	t.mu.Unlock()
-	e.rndvRead(rd)
+	e.rndvRead(rd, now)
 }
 
 // rndvRead is a rendezvous read into a receive: announced by a, from the
@@ -374,13 +376,16 @@ func (e *Engine) rndvPump() {
 	}
 	t.mu.Unlock()
 	for _, rd := range start {
-		e.rndvRead(rd)
+		e.rndvRead(rd, false)
 	}
 }
 
 // rndvRead reads the announced message into the receive's buffer, or
-// storage of the engine's own, then tells the sender.
-func (e *Engine) rndvRead(rd *rndvRead) {
+// storage of the engine's own, then tells the sender. With now (see
+// rndvReceive), a port that reads on the calling thread does, and the
+// receive completes and the sender is told here: handing the end of every
+// read to another goroutine would wake a thread per message.
+func (e *Engine) rndvRead(rd *rndvRead, now bool) {
 	r, a, k := rd.r, rd.a, rd.k
 	var dst []byte
 	var trunc error
@@ -408,6 +413,10 @@ func (e *Engine) rndvRead(rd *rndvRead) {
 			r.complete(trunc)
 		}
 		e.rndvSendDone(k, a.id)
+	}
+	if rn, ok := rd.d.fab.(fabric.RemoteReadNow); ok && now {
+		done(rn.ReadRemoteNow(rd.from, dst, a.desc))
+		return
 	}
 	if err := rd.d.fab.(fabric.RemoteReader).ReadRemote(rd.from, dst, a.desc, done); err != nil {
 		done(err)

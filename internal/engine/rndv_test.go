@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -320,4 +321,66 @@ func TestRendezvousBudget(t *testing.T) {
 		t.Fatalf("%d B of budget still held after every read", u)
 	}
 	t.Logf("%d reads started while the gate was shut, %d B at most in flight", started, peak)
+}
+
+// nowReader is a mem port that also reads on the calling thread
+// (fabric.RemoteReadNow), counting the reads made each way.
+type nowReader struct {
+	*mem.Port
+	now, later atomic.Int32
+}
+
+func (n *nowReader) ReadRemote(from fabric.Endpoint, dst []byte, desc []byte, done func(error)) error {
+	n.later.Add(1)
+	return n.Port.ReadRemote(from, dst, desc, done)
+}
+
+func (n *nowReader) ReadRemoteNow(from fabric.Endpoint, dst []byte, desc []byte) error {
+	n.now.Add(1)
+	ch := make(chan error, 1)
+	if err := n.Port.ReadRemote(from, dst, desc, func(err error) { ch <- err }); err != nil {
+		return err
+	}
+	return <-ch
+}
+
+// A receive posted for a rendezvous message that already waits reads it on
+// the posting thread, where the port can: the receive is complete when the
+// post returns, with no other goroutine woken to end it. A receive posted
+// before its message arrives is read by whoever receives the announcement,
+// which may hold locks, so through ReadRemote.
+func TestRendezvousReadNow(t *testing.T) {
+	n := mem.NewNetwork()
+	n.RemoteMemory = true
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	nb := &nowReader{Port: b}
+	e0, e1 := pair(t, a, nb, Config{})
+	for i := 0; i < 3; i++ {
+		data := pattern(1<<20, uint64(i))
+		s := e0.newSend(3, 1, 4, 9, data)
+		e0.post(s)
+		waitProbe(t, e1)
+		r := e1.newRecv(4, 0, 3, 9, make([]byte, len(data)))
+		e1.post(r)
+		if done, err := r.Test(); !done || err != nil {
+			t.Fatalf("message %d: receive not complete when its post returned (%v, %v)", i, done, err)
+		}
+		waitAll(t, "read now", r, s)
+		if !bytes.Equal(r.Data(), data) {
+			t.Fatalf("message %d differs", i)
+		}
+	}
+	data := pattern(1<<20, 7)
+	r := e1.newRecv(4, 0, 3, 9, make([]byte, len(data)))
+	e1.post(r)
+	s := e0.newSend(3, 1, 4, 9, data)
+	e0.post(s)
+	waitAll(t, "posted first", r, s)
+	if !bytes.Equal(r.Data(), data) {
+		t.Fatal("message posted first differs")
+	}
+	if now, later := nb.now.Load(), nb.later.Load(); now != 3 || later != 1 {
+		t.Fatalf("%d reads on the posting thread and %d handed over, want 3 and 1", now, later)
+	}
 }
