@@ -2,8 +2,11 @@ package distribute
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/pcor-go/pcor/pcor"
 	"github.com/pcor-go/pcor/perfmodel"
@@ -56,4 +59,42 @@ func Calibrate(ctx context.Context, node *pcor.Node, workers []pcor.Addr, sizes 
 		models[i] = m
 	}
 	return models, nil
+}
+
+// Scale returns the range size to calibrate with: the first of c, 2c, 4c,
+// … (no more than most) whose range takes at least least on every worker,
+// each size timed once on all workers at once. A worker held to a CPU
+// quota runs at full speed until its quota for the period is spent, so a
+// range that ends within one period's quota hides the quota: calibrated on
+// such ranges, a worker at a quarter of a CPU looks as fast as a whole one.
+func Scale(ctx context.Context, node *pcor.Node, workers []pcor.Addr, c, most int, least time.Duration, input func(Range) []byte) (int, error) {
+	c = max(c, 1)
+	plan := &Plan{Input: input}
+	for ; ; c *= 2 {
+		if c >= most {
+			return max(most, 1), nil
+		}
+		took := make([]time.Duration, len(workers))
+		errs := make([]error, len(workers))
+		var wg sync.WaitGroup
+		for i, addr := range workers {
+			th := node.NewThread()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t0 := time.Now()
+				if _, err := roundTrip(ctx, th, addr, Range{0, c}, plan, i, nil); err != nil {
+					errs[i] = fmt.Errorf("scaling worker %d: %w", i, err)
+				}
+				took[i] = time.Since(t0)
+			}()
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return 0, err
+		}
+		if slices.Min(took) >= least {
+			return c, nil
+		}
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pcor-go/pcor/perfmodel"
 )
 
 func TestShares(t *testing.T) {
@@ -126,4 +128,27 @@ func TestPoolCoversOnce(t *testing.T) {
 func ExampleShares() {
 	fmt.Println(Shares(100, []float64{4, 2, 1}, 3))
 	// Output: [57 29 14]
+}
+
+func TestPhases(t *testing.T) {
+	linear := func(a, b float64) *perfmodel.Model {
+		return &perfmodel.Model{Form: perfmodel.Linear(), Coef: []float64{a, b}}
+	}
+	// Speeds 4:2:1, 1 ms per unit on the slowest: 700 units split by
+	// speed take B = 700/(4+2+1) = 100 ms. Round trips of 2 ms: k =
+	// √(100/4) = 5; of 50 ms: one phase; of 0.1 ms: the bound.
+	for _, c := range []struct {
+		a    float64
+		most int
+		want int
+	}{{0.002, 8, 5}, {0.050, 8, 1}, {0.0001, 8, 8}, {0.002, 3, 3}, {0, 8, 8}, {-0.001, 8, 8}} {
+		ms := []*perfmodel.Model{linear(c.a, 0.00025), linear(c.a/2, 0.0005), linear(c.a, 0.001)}
+		if got := Phases(ms, 700, c.most); got != c.want {
+			t.Errorf("round trip %g s, at most %d: %d phases, want %d", c.a, c.most, got, c.want)
+		}
+	}
+	// A slope that is not positive says nothing of the work: the bound.
+	if got := Phases([]*perfmodel.Model{linear(0.002, 0.001), linear(0.002, -0.001)}, 700, 6); got != 6 {
+		t.Errorf("with a negative slope: %d phases, want 6", got)
+	}
 }

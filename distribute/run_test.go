@@ -223,3 +223,41 @@ func TestCalibrate(t *testing.T) {
 		t.Fatalf("VRP %v, want about [4 1] (%v; %v)", v, models[0], models[1])
 	}
 }
+
+func TestScale(t *testing.T) {
+	c := newCluster(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var addrs []pcor.Addr
+	var wg sync.WaitGroup
+	for i, w := range c.workers {
+		th := w.NewThread()
+		addrs = append(addrs, th.Addr())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			Serve(ctx, th, func(r Range, in []byte) ([]byte, error) {
+				// Worker 0 takes 150 ms for any range; worker 1
+				// answers at once below 16 units: the range that takes
+				// 100 ms on both has 16 units, whatever the load adds.
+				if i == 0 || r.Len() >= 16 {
+					time.Sleep(150 * time.Millisecond)
+				}
+				return nil, nil
+			})
+		}()
+	}
+	if got, err := Scale(ctx, c.master, addrs, 1, 64, 100*time.Millisecond, nil); got != 16 || err != nil {
+		t.Errorf("Scale for 100 ms = %d, %v; want 16, the first size slow on both workers", got, err)
+	}
+	if got, err := Scale(ctx, c.master, addrs, 3, 64, 0, nil); got != 3 || err != nil {
+		t.Errorf("Scale for no time = %d, %v; want the start, 3", got, err)
+	}
+	if got, err := Scale(ctx, c.master, addrs, 1, 5, time.Hour, nil); got != 5 || err != nil {
+		t.Errorf("Scale for an hour = %d, %v; want the bound, 5", got, err)
+	}
+	if _, err := Run(ctx, c.master, addrs, Plan{Total: 0}); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+}

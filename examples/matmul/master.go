@@ -12,6 +12,7 @@ import (
 
 	"github.com/pcor-go/pcor/distribute"
 	"github.com/pcor-go/pcor/examples/internal/loadavg"
+	"github.com/pcor-go/pcor/internal/cpuquota"
 	"github.com/pcor-go/pcor/pcor"
 	"github.com/pcor-go/pcor/perfmodel"
 )
@@ -22,6 +23,11 @@ type variant struct {
 	strategy distribute.Strategy
 	useVRP   bool
 }
+
+// maxPhases bounds VRP-SS's phases (distribute.Phases): where the
+// calibration finds no cost per round trip (an intercept at or below zero,
+// within its noise) VRP-SS goes out in this many.
+const maxPhases = 4
 
 var variants = []variant{
 	{"SS", distribute.SS, false},
@@ -64,9 +70,17 @@ func (m *master) calibrate(ctx context.Context, n int, a, b []float64) ([]*perfm
 		return nil, err
 	}
 	// Ranges long enough for a worker's CPU quota to show: the quota is
-	// accounted over 10 ms periods, and a range a throttled worker ends
-	// within one burst of its quota looks as fast as an unthrottled one.
-	c := max(1, n/32)
+	// accounted over short periods (cpuquota.Period), and a range a
+	// throttled worker ends within one period's quota looks as fast as an
+	// unthrottled one. The smallest range is grown from n/32 rows until it
+	// takes two periods on every worker, or to n/4 rows (the largest,
+	// 4c, is then the whole matrix). With n/32 rows at every size the
+	// calibration at n = 384 took the worker at 50% of a CPU for faster
+	// than the one at 100%.
+	c, err := distribute.Scale(ctx, m.node, m.workers, max(1, n/32), max(1, n/4), 2*cpuquota.Period, rowsInput(a, n))
+	if err != nil {
+		return nil, err
+	}
 	models, err := distribute.Calibrate(ctx, m.node, m.workers, []int{c, 2 * c, 4 * c}, 3, rowsInput(a, n))
 	if err != nil {
 		return nil, err
@@ -79,7 +93,7 @@ func (m *master) calibrate(ctx context.Context, n int, a, b []float64) ([]*perfm
 }
 
 // multiply runs one multiplication and returns its time.
-func (m *master) multiply(ctx context.Context, v variant, vrp []float64, n int, a, b []float64, rng *rand.Rand) (time.Duration, error) {
+func (m *master) multiply(ctx context.Context, v variant, vrp []float64, phases, n int, a, b []float64, rng *rand.Rand) (time.Duration, error) {
 	if err := m.setup(ctx, n, b); err != nil {
 		return 0, err
 	}
@@ -95,7 +109,9 @@ func (m *master) multiply(ctx context.Context, v variant, vrp []float64, n int, 
 	if v.useVRP {
 		plan.VRP = vrp
 	}
-	plan.Adapt = v.strategy == distribute.VRPSS
+	if v.strategy == distribute.VRPSS {
+		plan.Phases, plan.Adapt = phases, true
+	}
 	rep, err := distribute.Run(ctx, m.node, m.workers, plan)
 	if err != nil {
 		return 0, err
@@ -119,6 +135,7 @@ func (m *master) experiment(ctx context.Context, ns []int, reps int, out, models
 	rng := rand.New(rand.NewPCG(1, 2))
 	times := map[string]map[int][]float64{} // variant → n → seconds
 	vrps := map[int][]float64{}
+	phaseCounts := map[int]int{}
 	loads := map[int][]float64{} // n → the load average before each multiplication
 	for _, n := range ns {
 		a, b := randomMatrix(rng, n), randomMatrix(rng, n)
@@ -137,18 +154,25 @@ func (m *master) experiment(ctx context.Context, ns []int, reps int, out, models
 				return err
 			}
 		}
-		chunk := float64(n) / float64(4*len(m.workers))
+		// VRP-SS's phases from the models (distribute.Phases), and the
+		// VRP at the size of a range in one of them, within the sizes
+		// calibrated: a line through noisy times can cross zero below
+		// them, and a VRP of negative times means nothing.
+		phases := distribute.Phases(models, n, maxPhases)
+		chunk := float64(n) / float64(phases*len(m.workers))
+		chunk = min(max(chunk, models[0].NMin), models[0].NMax)
 		vrp := perfmodel.VRP(models, chunk, 0)
 		vrps[n] = vrp
+		phaseCounts[n] = phases
 		for i, mdl := range models {
 			set.Put(calibName(n, i), mdl)
 		}
-		fmt.Printf("n=%d VRP %s\n", n, fmtVRP(vrp))
+		fmt.Printf("n=%d VRP %s, VRP-SS in %d phases\n", n, fmtVRP(vrp), phases)
 		for r := range reps {
 			for k := range variants {
 				v := variants[(k+r)%len(variants)]
 				loads[n] = append(loads[n], loadAverage())
-				d, err := m.multiply(ctx, v, vrp, n, a, b, rng)
+				d, err := m.multiply(ctx, v, vrp, phases, n, a, b, rng)
 				if err != nil {
 					return err
 				}
@@ -160,7 +184,7 @@ func (m *master) experiment(ctx context.Context, ns []int, reps int, out, models
 			}
 		}
 	}
-	report := table(ns, reps, len(m.workers), times, vrps, loads)
+	report := table(ns, reps, len(m.workers), times, vrps, phaseCounts, loads)
 	fmt.Print(report)
 	strategyModels := fitStrategies(ns, times, set)
 	fmt.Print(strategyModels)
@@ -207,20 +231,20 @@ func median(xs []float64) float64 {
 
 // table is the Markdown table of median times (with their spread) and the
 // ratios the case study is judged by.
-func table(ns []int, reps, workers int, times map[string]map[int][]float64, vrps map[int][]float64, loads map[int][]float64) string {
+func table(ns []int, reps, workers int, times map[string]map[int][]float64, vrps map[int][]float64, phases map[int]int, loads map[int][]float64) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Matrix multiplication C = A·B (n×n float64), %d workers, median of %d runs per cell (min–max), ms.\n\n", workers, reps)
-	fmt.Fprintf(&b, "| n | VRP (calibrated) |")
+	fmt.Fprintf(&b, "| n | VRP (calibrated) | VRP-SS phases |")
 	for _, v := range variants {
 		fmt.Fprintf(&b, " %s |", v.name)
 	}
-	fmt.Fprintf(&b, " VRP-SS/SS | VRP-SS/even | VRP-SS/best | load |\n|---|---|")
+	fmt.Fprintf(&b, " VRP-SS/SS | VRP-SS/even | VRP-SS/best | load |\n|---|---|---|")
 	for range variants {
 		b.WriteString("---|")
 	}
 	b.WriteString("---|---|---|---|\n")
 	for _, n := range ns {
-		fmt.Fprintf(&b, "| %d | %s |", n, fmtVRP(vrps[n]))
+		fmt.Fprintf(&b, "| %d | %s | %d |", n, fmtVRP(vrps[n]), phases[n])
 		best := 0.0
 		for _, v := range variants {
 			xs := times[v.name][n]
