@@ -101,16 +101,22 @@ func loadRuns(dir string, fitN func(n int) bool) ([]Samples, error) {
 //     or less when the p processes and the machine's other work want more
 //     than the two CPUs), measured per process count on the fitted
 //     plates. Its CPU time is measured in two regions: the sweep's,
-//     S(x) = a + b·x for its x points, and the rest, R(x, p) = a + c·p +
-//     e·x: the halo exchange and the waits for the neighbours, whose spins
-//     are longer the more processes share the two CPUs, and the kernel's
-//     switches of the worker off and onto a CPU, which preempt a sweep the
-//     more often the longer it runs (a profile of a worker at N = 1792,
-//     p = 4: 65% of its CPU time in the sweep, 12-14% in the kernel's
-//     scheduling, 1% copying the halo rows);
+//     S(x, p) = a + b·x + c·x·p for its x points, and the rest, R(x, p) =
+//     a + c·p + e·x + f·x·p: the halo exchange and the waits for the
+//     neighbours, whose spins are longer the more processes share the two
+//     CPUs, and the kernel's switches of the worker off and onto a CPU,
+//     which preempt a sweep the more often the longer it runs (a profile
+//     of a worker at N = 1792, p = 4: 65% of its CPU time in the sweep,
+//     12-14% in the kernel's scheduling, 1% copying the halo rows). The
+//     x·p terms: the more processes take turns on the two CPUs, the more
+//     a point costs, in the sweep (the others evict its block from the
+//     caches) and in the switches;
 //   - collect: the rest of a solve (the workers' unpacking and packing and
 //     the return of the blocks), in the same form as the scatter.
 //
+// Without the x·p terms (S = a + b·x, R = a + c·p + e·x) the model was
+// 14-24% high on every plate at p = 3 and 19-41% high on the small plates
+// at p = 7 on a quiet machine (worst 30.5% over the plates not fitted).
 // Earlier models fitted the CPU time per iteration as one region, a +
 // c·p + b·x, fitted on N <= 1024, it predicted the large plates 6-26% low
 // on a quiet machine (every one low: both parts grow faster than a line
@@ -136,13 +142,23 @@ func commArg(n, p float64) (float64, float64) { return 8 * n * n, p - 1 }
 // workers.
 func points(n, p float64) float64 { return n * math.Ceil(n/(p-1)) }
 
-// sweepForm is the sweep's CPU time per iteration, a + b·x, evaluated at
-// (x, p).
-var sweepForm = perfmodel.Form{{}, {N: 1}}
+// sweepForm is the sweep's CPU time per iteration, a + b·x + c·x·p,
+// evaluated at (x, p): its cost per point grows with the processes that
+// share the two CPUs (1.0-1.1 ns at p = 3-4, 1.15-1.4 ns at p = 7, load
+// 11; 0.74 ns alone on an idle CPU), each switch to another worker
+// evicting some of the block from the caches. Fitted as a + b·x, one cost
+// per point for every p, the sweep came out 14-21% high at p = 3 and up
+// to 7% low at p = 7 on a quiet machine.
+var sweepForm = perfmodel.Form{{}, {N: 1}, {N: 1, P: 1}}
 
-// restForm is the rest of the CPU time per iteration, a + c·p + e·x,
-// evaluated at (x, p) (restArg).
-var restForm = perfmodel.Form{{}, {P: 1}, {N: 1}}
+// restForm is the rest of the CPU time per iteration, a + c·p + e·x +
+// f·x·p, evaluated at (x, p) (restArg): its part that grows with the
+// block (the kernel's switches, a sweep preempted the more often the
+// longer it runs) grows faster the more processes take turns on the CPUs.
+// Without the x·p term the rest at p = 7 was 27-38% high on the small
+// plates on a quiet machine (the small plates' rest is lower at p = 7 than
+// a common slope in x makes it).
+var restForm = perfmodel.Form{{}, {P: 1}, {N: 1}, {N: 1, P: 1}}
 
 // restArg maps a plate (N, p) to the rest's arguments: the points of the
 // largest block, and p.
@@ -153,7 +169,7 @@ func shareName(p int) string { return fmt.Sprintf("share/p=%d", p) }
 // program composes the region models of process count p into the solver's
 // model:
 //
-//	T(N) = T_scatter(8N², p−1) + I·(S(x) + R(x, p))/s_p + T_collect(8N², p−1)
+//	T(N) = T_scatter(8N², p−1) + I·(S(x, p) + R(x, p))/s_p + T_collect(8N², p−1)
 //
 // with S + R the slowest worker's CPU time per iteration (its sweep's and
 // the rest) and s_p its share of a CPU.
@@ -228,6 +244,13 @@ func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (
 	slices.Sort(ps)
 	fit := func(name string, form perfmodel.Form, samples []perfmodel.Sample, w perfmodel.Weighting) error {
 		obs := perfmodel.Summarize(samples, sampleRule)
+		// Each configuration by the median of its samples, as the table
+		// judges a prediction against the median solve: the rest of the
+		// CPU time is skewed (its mean 5-20% above its median at load
+		// 11), and a model of means ran high.
+		for i := range obs {
+			obs[i].T = obs[i].Median
+		}
 		m, err := perfmodel.Fit(form, obs, w)
 		if err != nil {
 			return fmt.Errorf("region %s: %w", name, err)
@@ -335,7 +358,7 @@ func analyzeRuns(in, out, fitList string) error {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped; the slowest worker's CPU time per iteration in its sweep by its points x, and the rest by x and p, and its share of a CPU per process count). The scatter and the collection are printed in n = B, the plate's bytes 8N², and p = the p−1 blocks; the sweep's CPU time and the rest in n = x:\n\n", fitDesc, 3.0)
+	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped, each configuration fitted by the median of the rest; the slowest worker's CPU time per iteration in its sweep and the rest, each by its points x and p, and its share of a CPU per process count). The scatter and the collection are printed in n = B, the plate's bytes 8N², and p = the p−1 blocks; the sweep's CPU time and the rest in n = x:\n\n", fitDesc, 3.0)
 	set, ps, err := fitRegions(runs, fitted, &b)
 	if err != nil {
 		return err
@@ -346,7 +369,7 @@ func analyzeRuns(in, out, fitList string) error {
 			return err
 		}
 	}
-	fmt.Fprintf(&b, "\nProgram model: T(N,p) = T_scatter(8N², p−1) + %d·(S(x) + R(x,p))/s_p + T_collect(8N², p−1), x = N·⌈N/(p−1)⌉\n\n", iters)
+	fmt.Fprintf(&b, "\nProgram model: T(N,p) = T_scatter(8N², p−1) + %d·(S(x,p) + R(x,p))/s_p + T_collect(8N², p−1), x = N·⌈N/(p−1)⌉\n\n", iters)
 
 	// The Table 1 analogue: every (N, p) run not used in the fit. The
 	// measured time is the median of the solves, with their range and

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/pcor-go/pcor/perfmodel"
@@ -71,8 +72,8 @@ func TestProgramComposition(t *testing.T) {
 	set := &perfmodel.Set{}
 	set.Put(regScatter, &perfmodel.Model{Form: commForm, Coef: []float64{1e-3, 1e-9}})
 	set.Put(regCollect, &perfmodel.Model{Form: commForm, Coef: []float64{2e-3, 3e-9}})
-	set.Put(regSweep, &perfmodel.Model{Form: sweepForm, Coef: []float64{1e-4, 2e-9}})
-	set.Put(regRest, &perfmodel.Model{Form: restForm, Coef: []float64{5e-5, 3e-5, 7e-10}})
+	set.Put(regSweep, &perfmodel.Model{Form: sweepForm, Coef: []float64{1e-4, 2e-9, 4e-11}})
+	set.Put(regRest, &perfmodel.Model{Form: restForm, Coef: []float64{5e-5, 3e-5, 7e-10, 6e-11}})
 	set.Put(shareName(3), &perfmodel.Model{Form: perfmodel.Form{{}}, Coef: []float64{0.25}})
 	pg, err := program(set, 10, 3)
 	if err != nil {
@@ -80,8 +81,9 @@ func TestProgramComposition(t *testing.T) {
 	}
 	n, p := 100.0, 3.0
 	x, bytes := n*50, 8*n*n
-	// The block's points enter the sweep's and the rest's CPU time.
-	want := (2*1e-3 + 1e-9*bytes) + 10*(1e-4+2e-9*x+5e-5+3e-5*p+7e-10*x)/0.25 + (2*2e-3 + 3e-9*bytes)
+	// The block's points enter the sweep's and the rest's CPU time, alone
+	// and times p.
+	want := (2*1e-3 + 1e-9*bytes) + 10*(1e-4+2e-9*x+4e-11*x*p+5e-5+3e-5*p+7e-10*x+6e-11*x*p)/0.25 + (2*2e-3 + 3e-9*bytes)
 	if got := pg.Predict(n, p).T; math.Abs(got-want) > 1e-12 {
 		t.Fatalf("program %v, want %v", got, want)
 	}
@@ -197,6 +199,49 @@ func TestParseFit(t *testing.T) {
 	for _, bad := range []string{"n=", "n=512,x", "n<=0", "three"} {
 		if _, _, _, err := parseFit(bad); err == nil {
 			t.Errorf("-fit %q accepted", bad)
+		}
+	}
+}
+
+// The region models are fitted to each configuration's median sample, as
+// predictions are judged against the median solve: with skewed samples
+// (one high in five) the sweep's coefficients come back from the medians,
+// with its per-point cost growing with p.
+func TestRegionsFitMedians(t *testing.T) {
+	sweep := func(x, p float64) float64 { return 2e-5 + 1e-9*x + 5e-11*x*p }
+	rest := func(x, p float64) float64 { return 1e-4 + 2e-5*p + 3e-10*x + 4e-11*x*p }
+	var runs []Samples
+	for _, p := range []float64{3, 4, 5} {
+		r := Samples{P: int(p), Iters: 10, Fit: true, Regions: map[string][]perfmodel.Sample{}}
+		for _, n := range []float64{256, 512, 768, 1024} {
+			x := points(n, p)
+			for _, f := range []float64{0.9, 1, 1, 1.1, 1.25} {
+				add := func(name string, s perfmodel.Sample) { r.Regions[name] = append(r.Regions[name], s) }
+				sw, re := f*sweep(x, p), f*rest(x, p)
+				add(regScatter, perfmodel.Sample{N: n, P: p, T: f * 1e-3 * p})
+				add(regCollect, perfmodel.Sample{N: n, P: p, T: f * 2e-3 * p})
+				add(regSweep, perfmodel.Sample{N: x, P: p, T: sw})
+				add(regRest, perfmodel.Sample{N: x, P: p, T: re})
+				add(regCPU, perfmodel.Sample{N: x, P: p, T: sw + re})
+				add(regWall, perfmodel.Sample{N: x, P: p, T: 4 * (sw + re)})
+			}
+		}
+		runs = append(runs, r)
+	}
+	set, ps, err := fitRegions(runs, func(Samples) bool { return true }, &strings.Builder{})
+	if err != nil || len(ps) != 3 {
+		t.Fatalf("fit: %v (process counts %v)", err, ps)
+	}
+	for _, c := range []struct {
+		name string
+		f    func(x, p float64) float64
+	}{{regSweep, sweep}, {regRest, rest}} {
+		m := set.Models[c.name]
+		for _, p := range []float64{3, 4.5, 6} {
+			x := points(900, p)
+			if got, want := m.Predict(x, p).T, c.f(x, p); math.Abs(got-want) > 1e-6*want {
+				t.Errorf("%s at x = %v, p = %v: %v, want the medians' %v", c.name, x, p, got, want)
+			}
 		}
 	}
 }

@@ -4,7 +4,7 @@
 # of identical slow machines), in interleaved rounds over the process
 # counts, then fits the region models (the scatter and the collection of
 # the blocks in their bytes; the slowest worker's CPU time per iteration,
-# its sweep's in its points, the rest in its points and p;
+# its sweep's and the rest, each in its points and p;
 # its share of a CPU, per process count) on the plates N = 512, 768, 1024,
 # 1536, 1792 of every process count and predicts the plates N = 640, 896,
 # 1280 at p = 4, 5, 6, 7 (and 640, 896 at p = 3), which the fit did not
