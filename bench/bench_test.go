@@ -125,11 +125,11 @@ func TestRate(t *testing.T) {
 }
 
 // TestShmBaselines checks that --fabric shm measures pcor over shared
-// memory beside pcor over UDP and, for throughput, a memmove, and gives
-// the ratios to both.
+// memory beside pcor over UDP and, for throughput, memmove into one buffer
+// and into as many as the sink posts, and gives the ratios to all.
 func TestShmBaselines(t *testing.T) {
 	r := runJSON(t, "throughput", "--fabric", "shm", "--sizes", "64,70000")
-	base := []string{"udp", "tcp", "memmove", "pcor-udp/blocking"}
+	base := []string{"udp", "tcp", "memmove", "memmove-spread", "pcor-udp/blocking"}
 	checkPoints(t, r, sizeKeys(64, 70000), append(base, "pcor/blocking"), base)
 	if !slices.Equal(r.Baselines, base) || slices.Contains(r.Series, "pcor-udp/polling") {
 		t.Errorf("baselines %v, series %v", r.Baselines, r.Series)

@@ -35,7 +35,9 @@
 // With --fabric shm (two processes on this machine through shared memory)
 // the baselines also hold pcor itself over UDP on loopback (series
 // pcor-udp/MODE, sampled in turn with the rest) and, for throughput, a
-// single-threaded memmove of each message (series memmove).
+// single-threaded memmove of each message into one buffer (series
+// memmove) and into as many as the stream's sink posts receives (series
+// memmove-spread).
 package main
 
 import (

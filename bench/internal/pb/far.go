@@ -122,15 +122,22 @@ func echoLoop(ctx context.Context, f *far) error {
 	}
 }
 
+// SinkDepth is the number of receives a stream's sink keeps posted, each
+// with a buffer of its own: the window, bounded to 64 MiB of buffers.
+func SinkDepth(window, size int) int {
+	depth := max(window, 1)
+	if size > 0 {
+		depth = min(depth, max(1, (64<<20)/size))
+	}
+	return depth
+}
+
 func sinkLoop(ctx context.Context, f *far) error {
 	t := f.node.Thread(FarThread)
 	ack := []byte{1}
 	// Keep a window of receives posted ahead, as osu_bw does, so that
 	// messages land straight in their buffers.
-	depth := max(f.job.Window, 1)
-	if f.job.Size > 0 {
-		depth = min(depth, max(1, (64<<20)/f.job.Size))
-	}
+	depth := SinkDepth(f.job.Window, f.job.Size)
 	ring := make([]*pcor.Request, depth)
 	bufs := make([][]byte, depth)
 	src := f.near(NearThread)
