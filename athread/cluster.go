@@ -901,15 +901,11 @@ func (c *cluster) reply(t *task, err error) {
 		rm.status, rm.payload = resultErr, []byte(err.Error())
 	}
 	c.resultsOut.Add(1)
-	if t.endpt != nil && t.attr.Place == OnProc {
-		// A thread of its own goroutine sends its result itself.
-		ctx, cancel := context.WithTimeout(c.ctx, sendTimeout)
-		err := t.endpt.Send(ctx, pcor.Addr{Proc: t.from.proc, Thread: c.svc}, tagResult, rm.append(nil))
-		cancel()
-		if err == nil {
-			return
-		}
-	}
+	// Posted without waiting for the owner to accept it, from every kind
+	// of thread (a thread of its own goroutine too): a blocking send would
+	// keep the goroutine until the owner's acknowledgement, which comes
+	// alone and late when the owner has nothing else to send back, and
+	// wake it for that.
 	c.send(t.from.proc, tagResult, rm.append(nil))
 }
 

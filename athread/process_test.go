@@ -185,6 +185,7 @@ func benchRemote(ctx context.Context, rt *athread.Runtime) error {
 	var cnt [2]counts // this process's counts over each kind of operation
 	for r := 0; r < rounds; r++ {
 		c0 := takeCounts(rt)
+		rtrace.Log(ctx, "phase", "thread")
 		start := time.Now()
 		for i := 0; i < per; i++ {
 			if err := remote(); err != nil {
@@ -193,6 +194,7 @@ func benchRemote(ctx context.Context, rt *athread.Runtime) error {
 		}
 		th = append(th, int64(time.Since(start))/per)
 		c1 := takeCounts(rt)
+		rtrace.Log(ctx, "phase", "roundtrip")
 		start = time.Now()
 		for i := 0; i < per; i++ {
 			if err := roundTrip(); err != nil {
@@ -201,6 +203,7 @@ func benchRemote(ctx context.Context, rt *athread.Runtime) error {
 		}
 		rtt = append(rtt, int64(time.Since(start))/per)
 		c2 := takeCounts(rt)
+		rtrace.Log(ctx, "phase", "end")
 		cnt[0].add(c1.sub(c0))
 		cnt[1].add(c2.sub(c1))
 	}

@@ -426,6 +426,13 @@ func (rt *Runtime) join(ctx context.Context, x *task) error {
 			spin.reset()
 			continue
 		}
+		if x.state.Load() == stateRemote {
+			// The thread runs in another process: its result is
+			// received by the service goroutine, on another OS thread,
+			// which this spin must not keep from a CPU (nor the
+			// thread of the other process that is to send it).
+			osYield()
+		}
 		if spin.again(rt.cfg.IdleSpin) {
 			continue
 		}
