@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -151,8 +152,9 @@ func points(n, p float64) float64 { return n * math.Ceil(n/(p-1)) }
 // to 7% low at p = 7 on a quiet machine.
 var sweepForm = perfmodel.Form{{}, {N: 1}, {N: 1, P: 1}}
 
-// restForm is the rest of the CPU time per iteration, a + c·p + e·x +
-// f·x·p, evaluated at (x, p) (restArg): its part that grows with the
+// restForm is the rest of the CPU time per iteration of a worker with two
+// neighbours, a + c·p + e·x + f·x·p, evaluated at (x, p) (restArg; with
+// one neighbour, at p = 3 alone, a + e·x): its part that grows with the
 // block (the kernel's switches, a sweep preempted the more often the
 // longer it runs) grows faster the more processes take turns on the CPUs.
 // Without the x·p term the rest at p = 7 was 27-38% high on the small
@@ -163,6 +165,19 @@ var restForm = perfmodel.Form{{}, {P: 1}, {N: 1}, {N: 1, P: 1}}
 // restArg maps a plate (N, p) to the rest's arguments: the points of the
 // largest block, and p.
 func restArg(n, p float64) (float64, float64) { return points(n, p), p }
+
+// neighbours is how many halo rows the slowest worker exchanges an
+// iteration with p processes: at p = 3 both workers are at an edge of the
+// plate and have one neighbour; from p = 4 the slowest is one in the
+// middle, with two. The rest is modelled apart for each count (restName):
+// on a quiet machine it was 127-175 µs an iteration at p = 3 against
+// 215-262 µs at p = 4-7 on the same plates, a step that the term c·p
+// spread over every p (the rest 8-23% high at p = 3, up to 25% low at
+// p = 4).
+func neighbours(p int) int { return max(0, min(p-2, 2)) }
+
+// restName is the name of the rest's model for k neighbours.
+func restName(k int) string { return fmt.Sprintf("%s/neighbours=%d", regRest, k) }
 
 func shareName(p int) string { return fmt.Sprintf("share/p=%d", p) }
 
@@ -186,7 +201,7 @@ func program(set *perfmodel.Set, iters, p int) (*perfmodel.Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	rest, err := set.Get(regRest)
+	rest, err := set.Get(restName(neighbours(p)))
 	if err != nil {
 		return nil, err
 	}
@@ -216,7 +231,8 @@ var sampleRule = perfmodel.Rule{}
 func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (*perfmodel.Set, []int, error) {
 	set := &perfmodel.Set{Observations: map[string][]perfmodel.Observation{}}
 	comm := map[string][]perfmodel.Sample{}
-	var sweep, rest []perfmodel.Sample
+	var sweep []perfmodel.Sample
+	rest := map[int][]perfmodel.Sample{} // by the slowest worker's neighbours
 	share := map[int][]perfmodel.Sample{}
 	var ps []int
 	for _, r := range runs {
@@ -233,7 +249,7 @@ func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (
 			}
 		}
 		sweep = append(sweep, r.Regions[regSweep]...)
-		rest = append(rest, r.Regions[regRest]...)
+		rest[neighbours(r.P)] = append(rest[neighbours(r.P)], r.Regions[regRest]...)
 		walls := r.Regions[regWall]
 		for i, s := range r.Regions[regCPU] {
 			if i < len(walls) && walls[i].T > 0 {
@@ -274,8 +290,16 @@ func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (
 	if err := fit(regSweep, sweepForm, sweep, perfmodel.Absolute); err != nil {
 		return nil, nil, err
 	}
-	if err := fit(regRest, restForm, rest, perfmodel.Absolute); err != nil {
-		return nil, nil, err
+	for _, k := range slices.Sorted(maps.Keys(rest)) {
+		// With one process count among the samples (p = 3: one
+		// neighbour) the rest is a + e·x.
+		form := restForm
+		if ps := distinctP(rest[k]); ps < 2 {
+			form = perfmodel.Form{{}, {N: 1}}
+		}
+		if err := fit(restName(k), form, rest[k], perfmodel.Absolute); err != nil {
+			return nil, nil, err
+		}
 	}
 	for _, p := range ps {
 		// The share is a constant: the mean of the solves' shares the
@@ -298,6 +322,15 @@ func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (
 			shareName(p), m.Coef[0], m.SE[0], len(keep), len(drop))
 	}
 	return set, ps, nil
+}
+
+// distinctP is the number of different process counts among samples.
+func distinctP(samples []perfmodel.Sample) int {
+	seen := map[float64]bool{}
+	for _, s := range samples {
+		seen[s.P] = true
+	}
+	return len(seen)
 }
 
 // parseFit reads -fit: "3,4" names the runs with those process counts
@@ -422,7 +455,7 @@ func analyzeRuns(in, out, fitList string) error {
 			regionRows.WriteString(cell(set.Models[regScatter].Predict(bn, bp).T, medianOf(r.Regions[regScatter], o.N, o.P, 0)))
 			sw := set.Models[regSweep].Predict(x, o.P).T
 			hb, hp := restArg(o.N, o.P)
-			re := set.Models[regRest].Predict(hb, hp).T
+			re := set.Models[restName(neighbours(r.P))].Predict(hb, hp).T
 			c := sw + re
 			regionRows.WriteString(cell(sw, medianOf(r.Regions[regSweep], x, o.P, o.N)))
 			regionRows.WriteString(cell(re, medianOf(r.Regions[regRest], hb, o.P, o.N)))

@@ -73,7 +73,8 @@ func TestProgramComposition(t *testing.T) {
 	set.Put(regScatter, &perfmodel.Model{Form: commForm, Coef: []float64{1e-3, 1e-9}})
 	set.Put(regCollect, &perfmodel.Model{Form: commForm, Coef: []float64{2e-3, 3e-9}})
 	set.Put(regSweep, &perfmodel.Model{Form: sweepForm, Coef: []float64{1e-4, 2e-9, 4e-11}})
-	set.Put(regRest, &perfmodel.Model{Form: restForm, Coef: []float64{5e-5, 3e-5, 7e-10, 6e-11}})
+	set.Put(restName(1), &perfmodel.Model{Form: restForm, Coef: []float64{5e-5, 3e-5, 7e-10, 6e-11}})
+	set.Put(restName(2), &perfmodel.Model{Form: restForm, Coef: []float64{1, 1, 1, 1}}) // not p = 3's
 	set.Put(shareName(3), &perfmodel.Model{Form: perfmodel.Form{{}}, Coef: []float64{0.25}})
 	pg, err := program(set, 10, 3)
 	if err != nil {
@@ -236,12 +237,26 @@ func TestRegionsFitMedians(t *testing.T) {
 		name string
 		f    func(x, p float64) float64
 	}{{regSweep, sweep}, {regRest, rest}} {
-		m := set.Models[c.name]
-		for _, p := range []float64{3, 4.5, 6} {
+		for _, p := range []float64{3, 4, 6} {
+			m := set.Models[c.name]
+			if c.name == regRest {
+				// Apart for one neighbour (p = 3) and two.
+				m = set.Models[restName(neighbours(int(p)))]
+			}
 			x := points(900, p)
 			if got, want := m.Predict(x, p).T, c.f(x, p); math.Abs(got-want) > 1e-6*want {
 				t.Errorf("%s at x = %v, p = %v: %v, want the medians' %v", c.name, x, p, got, want)
 			}
+		}
+	}
+}
+
+// At p = 3 the slowest worker has one neighbour, from p = 4 two (the
+// middle workers exchange the most).
+func TestNeighbours(t *testing.T) {
+	for p, want := range map[int]int{2: 0, 3: 1, 4: 2, 7: 2} {
+		if got := neighbours(p); got != want {
+			t.Errorf("neighbours(%d) = %d, want %d", p, got, want)
 		}
 	}
 }
