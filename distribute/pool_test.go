@@ -131,24 +131,34 @@ func ExampleShares() {
 }
 
 func TestPhases(t *testing.T) {
-	linear := func(a, b float64) *perfmodel.Model {
-		return &perfmodel.Model{Form: perfmodel.Linear(), Coef: []float64{a, b}}
+	// A model whose range times are off by sigma of themselves.
+	linear := func(a, b, sigma float64) *perfmodel.Model {
+		return &perfmodel.Model{Form: perfmodel.Linear(), Coef: []float64{a, b}, Weighting: perfmodel.Relative, Sigma: sigma}
 	}
 	// Speeds 4:2:1, 1 ms per unit on the slowest: 700 units split by
-	// speed take B = 700/(4+2+1) = 100 ms. Round trips of 2 ms: k =
-	// √(100/4) = 5; of 50 ms: one phase; of 0.1 ms: the bound.
+	// speed take B = 700/(4+2+1) = 100 ms; k = √(ε·B/a).
 	for _, c := range []struct {
-		a    float64
-		most int
-		want int
-	}{{0.002, 8, 5}, {0.050, 8, 1}, {0.0001, 8, 8}, {0.002, 3, 3}, {0, 8, 8}, {-0.001, 8, 8}} {
-		ms := []*perfmodel.Model{linear(c.a, 0.00025), linear(c.a/2, 0.0005), linear(c.a, 0.001)}
+		a, sigma float64
+		most     int
+		want     int
+	}{
+		{0.002, 0.5, 8, 5},  // √(0.5·100/2)
+		{0.002, 0.9, 8, 5},  // ε no more than 50%
+		{0.002, 0.1, 8, 2},  // √(0.1·100/2) = 2.2
+		{0.005, 0, 8, 1},    // ε no less than 5%: √(0.05·100/5)
+		{0.050, 0.5, 8, 1},  // round trips dearer than the work
+		{0.0001, 0.5, 8, 8}, // the bound
+		{0.002, 0.5, 3, 3},  // the bound
+		{0, 0.5, 8, 8},      // no cost per round trip found
+		{-0.001, 0.5, 8, 8}, // likewise
+	} {
+		ms := []*perfmodel.Model{linear(c.a, 0.00025, c.sigma/2), linear(c.a/2, 0.0005, c.sigma), linear(c.a, 0.001, c.sigma/3)}
 		if got := Phases(ms, 700, c.most); got != c.want {
-			t.Errorf("round trip %g s, at most %d: %d phases, want %d", c.a, c.most, got, c.want)
+			t.Errorf("round trip %g s, error %g, at most %d: %d phases, want %d", c.a, c.sigma, c.most, got, c.want)
 		}
 	}
 	// A slope that is not positive says nothing of the work: the bound.
-	if got := Phases([]*perfmodel.Model{linear(0.002, 0.001), linear(0.002, -0.001)}, 700, 6); got != 6 {
+	if got := Phases([]*perfmodel.Model{linear(0.002, 0.001, 0.1), linear(0.002, -0.001, 0.1)}, 700, 6); got != 6 {
 		t.Errorf("with a negative slope: %d phases, want 6", got)
 	}
 }
