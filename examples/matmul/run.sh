@@ -1,12 +1,14 @@
 #!/bin/sh
 # Regenerates examples/matmul/RESULTS.md, figure2.svg and models.json: the
-# master and three workers limited to 100%, 50% and 25% of a CPU.
+# master and three workers limited to 100%, 50% and 25% of a CPU. Nine
+# runs of each strategy per size: where the work is small VRP-SS and a
+# static VRP split differ by less than the spread of five runs' medians.
 #
 #   examples/matmul/run.sh [sizes] [reps]
 set -eu
 cd "$(dirname "$0")/../.."
 sizes=${1:-384,512,640,768,896}
-reps=${2:-5}
+reps=${2:-9}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/pcorrun" ./cmd/pcorrun
