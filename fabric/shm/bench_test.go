@@ -97,3 +97,38 @@ func BenchmarkMemmove(b *testing.B) {
 		copy(dst, src)
 	}
 }
+
+// BenchmarkPollEmpty measures a Poll that finds nothing, with one sender
+// attached: what a polling receiver pays per look at its rings.
+func BenchmarkPollEmpty(b *testing.B) {
+	dir := testDir(b)
+	a, r := listen(b, dir, "a", Config{}), listen(b, dir, "r", Config{})
+	if _, err := a.Send([]fabric.Datagram{{Body: []byte{1}, To: r.LocalEndpoint()}}); err != nil {
+		b.Fatal(err)
+	}
+	msgs := make([][]byte, r.BatchSize())
+	recvN(b, r, 1)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if n, err := r.Poll(msgs); n != 0 || err != nil {
+			b.Fatal(n, err)
+		}
+	}
+}
+
+// BenchmarkSendPoll measures one datagram of 1 byte sent and polled by
+// the same goroutine: the ring's own cost per message, both sides.
+func BenchmarkSendPoll(b *testing.B) {
+	dir := testDir(b)
+	a, r := listen(b, dir, "a", Config{}), listen(b, dir, "r", Config{})
+	dg := []fabric.Datagram{{Body: []byte{1}, To: r.LocalEndpoint()}}
+	msgs := make([][]byte, r.BatchSize())
+	for i := 0; i < b.N; i++ {
+		if _, err := a.Send(dg); err != nil {
+			b.Fatal(err)
+		}
+		if n, err := r.Poll(msgs); n != 1 || err != nil {
+			b.Fatal(n, err)
+		}
+	}
+}

@@ -88,6 +88,7 @@ type outRing struct {
 	cma  atomic.Uint32 // the receiver's verdict on reading this process (cma_linux.go)
 
 	checked time.Time // when Taken last looked whether the receiver lives
+	looks   uint64    // Taken's looks at the ring while not read (hold.go)
 }
 
 var portNames atomic.Uint64
@@ -335,7 +336,8 @@ func (p *Port) receive(msgs [][]byte, mode int, deadline time.Time) (int, error)
 	if p.closed.Load() {
 		return 0, fabric.ErrClosed
 	}
-	for _, r := range p.in {
+	// No slot at or above the high water mark was ever read.
+	for _, r := range p.in[:p.highWater()] {
 		if r != nil {
 			r.release()
 		}
