@@ -285,8 +285,12 @@ func (l *Loader) fetch(ctx context.Context, th *pcor.Thread, proc pcor.ProcID, i
 	rid := l.nextID.Add(1)
 	src := pcor.Addr{Proc: proc, Thread: pcor.AnyThread}
 	rr := th.Irecv(src, TagReply, nil)
+	// The request is copied and queued: the reply says the daemon took
+	// it. A blocking send would wait, polling, until the daemon's
+	// dispatcher has read it, which on a daemon busy decoding takes
+	// milliseconds of the viewer's CPU per tile.
 	req := request{ID: rid, Col: id.Col, Row: id.Row, Scale: scale}.encode()
-	if err := th.Send(ctx, pcor.Addr{Proc: proc, Thread: RequestThread}, TagRequest, req); err != nil {
+	if err := th.Isend(pcor.Addr{Proc: proc, Thread: RequestThread}, TagRequest, req).Wait(ctx); err != nil {
 		rr.Cancel()
 		return nil, fmt.Errorf("daemon %d: request %s: %w", proc, id.Name(), err)
 	}
