@@ -127,8 +127,15 @@ func (h *Handle[O]) Addr(ctx context.Context) (pcor.Addr, error) {
 	}
 	select {
 	case <-h.t.started:
-	case <-ctx.Done():
-		return pcor.Addr{}, ctx.Err()
+	default:
+		if cl := h.t.rt.cl; cl != nil {
+			cl.where(&h.t)
+		}
+		select {
+		case <-h.t.started:
+		case <-ctx.Done():
+			return pcor.Addr{}, ctx.Err()
+		}
 	}
 	if h.t.addr == (pcor.Addr{}) && h.t.endpt == nil && h.t.state.Load() == stateDone && h.t.err != nil {
 		return pcor.Addr{}, h.t.err

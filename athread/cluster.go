@@ -23,7 +23,11 @@ const (
 	maxBackoff        = time.Millisecond
 	sendTimeout       = 30 * time.Second
 	maxForwardHops    = 8
-	startTimeout      = 30 * time.Second
+	// askedFor is how long a question for the endpoint of a thread that
+	// has not come (or has ended) is kept, and maxAsked how many are.
+	askedFor     = time.Minute
+	maxAsked     = 4096
+	startTimeout = 30 * time.Second
 	// hungryFor is how long a thief told there was no work is remembered
 	// as wanting some.
 	hungryFor = 50 * time.Millisecond
@@ -76,6 +80,11 @@ type cluster struct {
 	heldBy    map[pcor.ProcID]time.Time // victims holding this process as hungry, since when
 	traceFrom map[pcor.ProcID][]chromeEvent
 	traceWait chan pcor.ProcID
+	// placed are the threads other processes placed here (Place OnProc)
+	// that run, with their endpoints' ids; asked, the threads whose
+	// endpoint an owner asked for before they came, and when.
+	placed map[origin]pcor.ThreadID
+	asked  map[origin]time.Time
 
 	seq atomic.Uint32
 
@@ -89,7 +98,8 @@ func newCluster(ctx context.Context, rt *Runtime) (*cluster, error) {
 		out: make(chan posted, 1024), want: make(chan struct{}, 1), replyc: make(chan uint32, 16),
 		fed: make(chan struct{}, 1), done: make(chan struct{}), outst: map[uint64]*task{},
 		hungry: map[pcor.ProcID]time.Time{}, heldBy: map[pcor.ProcID]time.Time{},
-		traceFrom: map[pcor.ProcID][]chromeEvent{}, traceWait: make(chan pcor.ProcID, 64)}
+		traceFrom: map[pcor.ProcID][]chromeEvent{}, traceWait: make(chan pcor.ProcID, 64),
+		placed: map[origin]pcor.ThreadID{}, asked: map[origin]time.Time{}}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.eps.New = func() any { return c.node.Thread(c.svc) }
 	procs := slices.Clone(rt.cfg.Procs)
@@ -780,6 +790,12 @@ func (c *cluster) handle(m pcor.Message) {
 			return
 		}
 		c.result(m.Src.Proc, rm)
+	case tagWhere:
+		if len(m.Data) != 8 {
+			c.malformed.Add(1)
+			return
+		}
+		c.answerWhere(origin{proc: m.Src.Proc, key: binary.LittleEndian.Uint64(m.Data)})
 	case tagStarted:
 		if len(m.Data) != 12 {
 			c.malformed.Add(1)
@@ -870,11 +886,17 @@ func (c *cluster) accept(tm taskMsg) {
 	}
 	if tm.flags&flagSpawn != 0 {
 		t.attr.Place = OnProc
+		t.endpt = rt.node.NewThread()
+		id := t.endpt.Addr().Thread
+		c.mu.Lock()
+		c.placed[*from] = id
+		_, asked := c.asked[*from]
+		delete(c.asked, *from)
+		c.mu.Unlock()
+		if asked {
+			c.sendStarted(*from, id)
+		}
 		rt.runOwnGoroutine(t)
-		var b []byte
-		b = binary.LittleEndian.AppendUint64(b, tm.key)
-		b = binary.LittleEndian.AppendUint32(b, uint32(t.endpt.Addr().Thread))
-		c.send(tm.owner, tagStarted, b)
 		return
 	}
 	// The VP woken is queued on this goroutine's processor: the receiver
@@ -899,6 +921,14 @@ func (c *cluster) reply(t *task, err error) {
 		rm.status, rm.payload = resultPanic, []byte(fmt.Sprintf("%v\n%s", perr.Value, perr.Stack))
 	default:
 		rm.status, rm.payload = resultErr, []byte(err.Error())
+	}
+	if t.attr.Place == OnProc && t.endpt != nil {
+		// Its owner learns the endpoint with the result, unless it
+		// asked for it before (tagWhere).
+		rm.placed, rm.thread = true, t.endpt.Addr().Thread
+		c.mu.Lock()
+		delete(c.placed, *t.from)
+		c.mu.Unlock()
 	}
 	c.resultsOut.Add(1)
 	// Posted without waiting for the owner to accept it, from every kind
@@ -938,10 +968,62 @@ func (c *cluster) result(from pcor.ProcID, rm resultMsg) {
 		select {
 		case <-t.started:
 		default:
+			if rm.placed {
+				t.addr = pcor.Addr{Proc: from, Thread: rm.thread}
+			}
 			close(t.started)
 		}
 	}
 	c.rt.complete(t, err)
+}
+
+// where asks the process running t, a thread placed there (Place OnProc),
+// for the address of t's endpoint, once: the answer (tagStarted) closes
+// t.started. A thread placed on another process is not announced when it
+// starts, which would cost a message for every such thread; its owner
+// learns the endpoint when it asks, or with the result.
+func (c *cluster) where(t *task) {
+	if t.asked.Swap(true) {
+		return
+	}
+	c.mu.Lock()
+	key, at, ok := t.key, t.at, t.key != 0 && c.outst[t.key] == t
+	c.mu.Unlock()
+	if ok {
+		c.send(at, tagWhere, binary.LittleEndian.AppendUint64(nil, key))
+	}
+}
+
+// answerWhere answers an owner's tagWhere for thread o: at once if it runs
+// here, when it comes if it has not come yet. (One that ended here already
+// sent its endpoint with its result.)
+func (c *cluster) answerWhere(o origin) {
+	c.mu.Lock()
+	id, ok := c.placed[o]
+	if !ok {
+		if len(c.asked) >= maxAsked {
+			now := time.Now()
+			for k, since := range c.asked {
+				if now.Sub(since) > askedFor {
+					delete(c.asked, k)
+				}
+			}
+		}
+		if len(c.asked) < maxAsked {
+			c.asked[o] = time.Now()
+		}
+	}
+	c.mu.Unlock()
+	if ok {
+		c.sendStarted(o, id)
+	}
+}
+
+// sendStarted tells the owner of thread o the id of its endpoint here.
+func (c *cluster) sendStarted(o origin, id pcor.ThreadID) {
+	b := binary.LittleEndian.AppendUint64(nil, o.key)
+	b = binary.LittleEndian.AppendUint32(b, uint32(id))
+	c.send(o.proc, tagStarted, b)
 }
 
 // finish marks the end of the run in this process.

@@ -18,7 +18,9 @@ func FuzzMessages(f *testing.F) {
 	f.Add(uint8(tagTask)<<1|1, taskMsg{owner: 1, key: 9, fn: 7, in: []byte{1}}.append(nil))
 	f.Add(uint8(tagResult)<<1|1, resultMsg{key: 4, status: resultErr, payload: []byte("bad")}.append(nil))
 	f.Add(uint8(tagNoWork)<<1|1, noWork{seq: 1, held: true}.append(nil))
+	f.Add(uint8(tagResult)<<1|1, resultMsg{key: 5, placed: true, thread: 17, payload: []byte{1, 0, 0, 0, 0, 0, 0, 0}}.append(nil))
 	f.Add(uint8(tagStarted)<<1|1, make([]byte, 12))
+	f.Add(uint8(tagWhere)<<1|1, make([]byte, 8))
 	f.Add(uint8(tagTrace)<<1|1, []byte(`[{"name":"x","ph":"X"}]`))
 	f.Add(uint8(tagDone)<<1, []byte{})
 	reg := NewRegistry()
@@ -54,7 +56,8 @@ func FuzzMessages(f *testing.F) {
 		rt.vps[0].dq.init()
 		c := &cluster{rt: rt, node: node, svc: DefaultServiceThread, pol: &Random{}, out: make(chan posted, 16), replyc: make(chan uint32, 16),
 			fed: make(chan struct{}, 1), outst: map[uint64]*task{}, hungry: map[pcor.ProcID]time.Time{}, heldBy: map[pcor.ProcID]time.Time{}, traceFrom: map[pcor.ProcID][]chromeEvent{},
-			traceWait: make(chan pcor.ProcID, 1), done: make(chan struct{}), procs: []pcor.ProcID{0, 1}}
+			traceWait: make(chan pcor.ProcID, 1), done: make(chan struct{}), procs: []pcor.ProcID{0, 1},
+			placed: map[origin]pcor.ThreadID{}, asked: map[origin]time.Time{}}
 		c.ctx, c.cancel = context.WithCancel(context.Background())
 		c.eps.New = func() any { return node.Thread(DefaultServiceThread) }
 		defer c.cancel()

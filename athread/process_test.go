@@ -455,6 +455,12 @@ func runRole(role string) int {
 			}
 			n, err := h.Join(ctx)
 			fmt.Println("ECHO", addr.Proc, v, n, err)
+			// A thread whose endpoint was not asked for while it ran:
+			// its owner learns it with the result.
+			late := athread.Create(ctx, nop, 1, athread.Attr{Place: athread.OnProc, Proc: 2})
+			_, err = late.Join(ctx)
+			a, aerr := late.Addr(ctx)
+			fmt.Println("LATE", a.Proc, a.Thread != addr.Thread || a.Proc != addr.Proc, err, aerr)
 		case "panic":
 			_, err := athread.Create(ctx, boom, 5, athread.Attr{Place: athread.OnProc, Proc: 2}).Join(ctx)
 			var pe *athread.PanicError
@@ -557,6 +563,9 @@ func TestCodecsAcrossProcesses(t *testing.T) {
 func TestRemoteThreadEndpoint(t *testing.T) {
 	out := pcorrun(t, 4, "remote")
 	if got := line(out, "ECHO"); got != "ECHO 3 100 100 <nil>" {
+		t.Fatalf("got %q:\n%s", got, out)
+	}
+	if got := line(out, "LATE"); got != "LATE 2 true <nil> <nil>" {
 		t.Fatalf("got %q:\n%s", got, out)
 	}
 }

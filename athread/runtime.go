@@ -290,7 +290,9 @@ func (rt *Runtime) submit(c *threadCtx, t *task) {
 func (rt *Runtime) runOwnGoroutine(t *task) {
 	t.state.Store(stateRunning)
 	if rt.node != nil {
-		t.endpt = rt.node.NewThread()
+		if t.endpt == nil {
+			t.endpt = rt.node.NewThread()
+		}
 		t.addr = t.endpt.Addr()
 	}
 	if t.started == nil {

@@ -61,6 +61,7 @@ type task struct {
 	inBytes []byte // packed input kept for a re-run
 	offered uint64 // order of the offer (pool)
 	started chan struct{}
+	asked   atomic.Bool // the endpoint of a thread placed elsewhere was asked for (where)
 }
 
 // finish records the task's outcome and wakes its joiners.

@@ -20,6 +20,7 @@ const (
 	tagWatch   pcor.Tag = 9  // never sent: a receive that fails when the peer goes
 	tagReady   pcor.Tag = 10 // start-up: registrations compared
 	tagStop    pcor.Tag = 11 // to itself: the receiver ends
+	tagWhere   pcor.Tag = 12 // key: the owner of a thread placed there asks for its endpoint (answered by tagStarted)
 )
 
 var errShort = errors.New("athread: short message")
@@ -139,14 +140,27 @@ const (
 
 // resultMsg carries a thread's outcome back to its owner.
 type resultMsg struct {
-	key     uint64
-	status  uint8
+	key    uint64
+	status uint8
+	// placed is set for a thread placed on the process (Place OnProc):
+	// thread is its endpoint's id, which its owner may not know yet.
+	placed  bool
+	thread  pcor.ThreadID
 	payload []byte // packed output, or the error's text
 }
 
+// resultPlaced marks, in the status byte, a result followed by the
+// thread's endpoint id.
+const resultPlaced = 0x80
+
 func (m resultMsg) append(b []byte) []byte {
 	b = binary.LittleEndian.AppendUint64(b, m.key)
-	b = append(b, m.status)
+	if !m.placed {
+		b = append(b, m.status&^resultPlaced)
+		return append(b, m.payload...)
+	}
+	b = append(b, m.status|resultPlaced)
+	b = binary.LittleEndian.AppendUint32(b, uint32(m.thread))
 	return append(b, m.payload...)
 }
 
@@ -155,7 +169,17 @@ func (m *resultMsg) decode(b []byte) error {
 		return errShort
 	}
 	m.key = binary.LittleEndian.Uint64(b)
-	m.status = b[8]
-	m.payload = b[9:]
+	m.status = b[8] &^ resultPlaced
+	m.placed = b[8]&resultPlaced != 0
+	m.thread = 0
+	b = b[9:]
+	if m.placed {
+		if len(b) < 4 {
+			return errShort
+		}
+		m.thread = pcor.ThreadID(binary.LittleEndian.Uint32(b))
+		b = b[4:]
+	}
+	m.payload = b
 	return nil
 }
