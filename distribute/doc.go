@@ -20,7 +20,9 @@
 //     ul = Total/ΣVRP, all at the start; with no VRP, an even split.
 //   - VRPSS: the work goes out in phases as in SS, each range sized by the
 //     VRP: worker i gets ⌈ul·VRP[i]⌉ units with ul = Total/(Phases·ΣVRP),
-//     and no more than its VRP share of what is left, ⌈R·VRP[i]/ΣVRP⌉.
+//     and no more than its VRP share of the work not done, ⌈R·VRP[i]/ΣVRP⌉
+//     with R the units left and those the others hold (in one phase, the
+//     static VRP split). Phases picks the phase count from the models.
 //
 // The VRP (relative performance vector: how many times each worker is
 // faster than the slowest) comes from fitted per-worker models

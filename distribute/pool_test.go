@@ -162,3 +162,31 @@ func TestPhases(t *testing.T) {
 		t.Errorf("with a negative slope: %d phases, want 6", got)
 	}
 }
+
+// VRP-SS in one phase is the static VRP split: each worker's first range
+// is its whole share, whichever asks first, and nothing is left after.
+func TestOnePhaseIsStatic(t *testing.T) {
+	for _, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 2, 0}} {
+		pl := newPool(&Plan{Strategy: VRPSS, Total: 700, VRP: []float64{4, 2, 1}, Phases: 1}, 3)
+		got := map[int]int{}
+		for _, i := range order {
+			r, ok := pl.take(i)
+			if !ok {
+				t.Fatalf("order %v: worker %d got nothing", order, i)
+			}
+			got[i] = r.Len()
+		}
+		if got[0] != 400 || got[1] != 200 || got[2] != 100 {
+			t.Errorf("order %v: ranges %v, want 400, 200, 100", order, got)
+		}
+		for i := range 3 {
+			pl.complete(i, Range{}, 0)
+		}
+		pl.mu.Lock()
+		left := pl.total - pl.next
+		pl.mu.Unlock()
+		if left != 0 {
+			t.Errorf("order %v: %d units left after the first ranges", order, left)
+		}
+	}
+}
