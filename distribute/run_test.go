@@ -237,23 +237,24 @@ func TestScale(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			Serve(ctx, th, func(r Range, in []byte) ([]byte, error) {
-				// Worker 0 takes 150 ms for any range; worker 1
+				// Worker 0 takes 600 ms for any range; worker 1
 				// answers at once below 16 units: the range that takes
-				// 100 ms on both has 16 units, whatever the load adds.
+				// 400 ms on both has 16 units, whatever the load adds
+				// to an answer given at once, short of 400 ms.
 				if i == 0 || r.Len() >= 16 {
-					time.Sleep(150 * time.Millisecond)
+					time.Sleep(600 * time.Millisecond)
 				}
 				return nil, nil
 			})
 		}()
 	}
-	if got, err := Scale(ctx, c.master, addrs, 1, 64, 100*time.Millisecond, nil); got != 16 || err != nil {
-		t.Errorf("Scale for 100 ms = %d, %v; want 16, the first size slow on both workers", got, err)
+	if got, err := Scale(ctx, c.master, addrs, 4, 64, 400*time.Millisecond, nil); got != 16 || err != nil {
+		t.Errorf("Scale for 400 ms = %d, %v; want 16, the first size slow on both workers", got, err)
 	}
 	if got, err := Scale(ctx, c.master, addrs, 3, 64, 0, nil); got != 3 || err != nil {
 		t.Errorf("Scale for no time = %d, %v; want the start, 3", got, err)
 	}
-	if got, err := Scale(ctx, c.master, addrs, 1, 5, time.Hour, nil); got != 5 || err != nil {
+	if got, err := Scale(ctx, c.master, addrs, 4, 5, time.Hour, nil); got != 5 || err != nil {
 		t.Errorf("Scale for an hour = %d, %v; want the bound, 5", got, err)
 	}
 	if _, err := Run(ctx, c.master, addrs, Plan{Total: 0}); err != nil {
