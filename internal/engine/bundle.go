@@ -36,24 +36,11 @@ func bundleable(r *Request) bool {
 // would go. p.mu is held.
 func (p *peer) bundleLocked(b *batch, rs routeSet, cwnd int, now int64) bool {
 	t := &p.tx
-	r := t.queue.head
-	if r.next == nil || !bundleable(r) || !bundleable(r.next) {
-		return false
-	}
-	rt := rs.pick(int64(len(r.data)))
-	room := min(rt.maxDg-wire.HeaderSize, bundleBytes)
-	n, size := 0, 0
-	for q := r; q != nil && n < wire.MaxBundled && bundleable(q) && t.pipe()+n < cwnd && t.rlen+n < t.peerWin; q = q.next {
-		if size+wire.SubSize+len(q.data) > room || rs.pick(int64(len(q.data))) != rt {
-			break
-		}
-		n++
-		size += wire.SubSize + len(q.data)
-	}
+	n, rt := bundleRun(rs, t.queue.head, min(wire.MaxBundled, cwnd-t.pipe(), t.peerWin-t.rlen), false)
 	if n < 2 {
 		return false
 	}
-	fragSize := fragSizeFor(uint64(len(r.data)), rt.maxDg-wire.HeaderSize) // the limit: every message fits
+	fragSize := fragSizeFor(uint64(len(t.queue.head.data)), rt.maxDg-wire.HeaderSize) // the limit: every message fits
 	body := b.bundleScratch(len(b.dgs))[:0]
 	first := t.nextSeq
 	firstID := t.nextMsgID
@@ -70,17 +57,65 @@ func (p *peer) bundleLocked(b *batch, rs routeSet, cwnd int, now int64) bool {
 		t.push(txEntry{seq: t.nextSeq, req: q, msgID: q.msgID, kind: wire.Data, sentAt: now})
 		t.nextSeq++
 		t.queue.unlink(nil, q)
-		s := wire.Sub{SrcThread: uint32(q.srcThread), DstThread: uint32(q.dstThread), Tag: int32(q.tag), Len: uint16(len(q.data))}
+		var flags uint8
 		if q.ackNow {
-			s.Flags = wire.FlagAckNow
+			flags = wire.FlagAckNow
 		}
-		i := len(body)
-		body = body[:i+wire.SubSize]
-		s.Put(body[i:])
-		body = append(body, q.data...)
+		body = appendSub(body, q, flags)
 		total += uint64(len(q.data))
 	}
-	h := wire.Header{
+	h := p.bundleHeader(fragSize, firstID, n, total)
+	h.Seq = first
+	if b.piggy {
+		h.Flags |= wire.FlagAck
+		h.AckCum = b.ackCum
+	}
+	if rt.disp.protected && !p.e.cfg.SumBodies {
+		h.Flags |= wire.FlagBodyUnsummed
+	}
+	b.addBundle(rt, &h, body)
+	return true
+}
+
+// bundleRun counts the messages from r on in the queue that go together
+// in one bundle, at most max of them: small messages, not started, for the
+// same route as r, whose bytes and sub-headers fit one datagram of at most
+// bundleBytes. With endAtAck the run ends with the first message whose
+// sender waits for it to be taken (ackNow).
+func bundleRun(rs routeSet, r *Request, max int, endAtAck bool) (n int, rt *route) {
+	if r == nil || r.next == nil || !bundleable(r) || !bundleable(r.next) {
+		return 0, nil
+	}
+	rt = rs.pick(int64(len(r.data)))
+	room := min(rt.maxDg-wire.HeaderSize, bundleBytes)
+	size := 0
+	for q := r; q != nil && n < max && bundleable(q); q = q.next {
+		if size+wire.SubSize+len(q.data) > room || rs.pick(int64(len(q.data))) != rt {
+			break
+		}
+		n++
+		size += wire.SubSize + len(q.data)
+		if endAtAck && q.ackNow {
+			break
+		}
+	}
+	return n, rt
+}
+
+// appendSub appends message q, its sub-header with flags first, to the
+// body of a bundle.
+func appendSub(body []byte, q *Request, flags uint8) []byte {
+	s := wire.Sub{SrcThread: uint32(q.srcThread), DstThread: uint32(q.dstThread), Tag: int32(q.tag), Len: uint16(len(q.data)), Flags: flags}
+	i := len(body)
+	body = body[:i+wire.SubSize]
+	s.Put(body[i:])
+	return append(body, q.data...)
+}
+
+// bundleHeader is the header of a bundle of n messages to p, the first
+// with id firstID, total bytes together.
+func (p *peer) bundleHeader(fragSize uint32, firstID uint64, n int, total uint64) wire.Header {
+	return wire.Header{
 		Kind:      wire.Data,
 		Flags:     wire.FlagBundle,
 		JobKey:    p.e.cfg.JobKey,
@@ -91,24 +126,19 @@ func (p *peer) bundleLocked(b *batch, rs routeSet, cwnd int, now int64) bool {
 		DstProc:   uint32(p.proc),
 		FragSize:  fragSize,
 		MsgID:     firstID,
-		Seq:       first,
 		Total:     total,
 		FragIndex: uint32(n),
 	}
-	if b.piggy {
-		h.Flags |= wire.FlagAck
-		h.AckCum = b.ackCum
-	}
-	if rt.disp.protected && !p.e.cfg.SumBodies {
-		h.Flags |= wire.FlagBodyUnsummed
-	}
+}
+
+// addBundle encodes bundle h with body into b, to leave on route rt.
+func (b *batch) addBundle(rt *route, h *wire.Header, body []byte) {
 	head := b.heads[len(b.dgs)][:]
 	h.Encode(head, body)
 	b.dgs = append(b.dgs, fabric.Datagram{Head: head, Body: body, To: rt.ep})
 	b.ports = append(b.ports, rt.disp)
 	rt.disp.c.bundlesSent.Add(1)
-	rt.disp.c.msgsBundled.Add(uint64(n))
-	return true
+	rt.disp.c.msgsBundled.Add(uint64(h.FragIndex))
 }
 
 // onBundle accepts the messages of bundle h from p, each as the datagram

@@ -36,6 +36,7 @@
 // message control blocks), local.go (messages between threads of one
 // process), reliable.go (the path for reliable fabrics, which leaves out
 // the acknowledgements, retransmissions and body checksums above),
+// relbundle.go (small messages bundled on that path),
 // rndv.go (rendezvous: a large message on a port that reads remote memory
 // is announced, then read by its receiver straight from the sender's
 // memory). A method whose name ends in Locked runs with the lock named in

@@ -51,6 +51,9 @@ type Engine struct {
 	batches sync.Pool
 	posts   sync.Pool    // requests of posted sends
 	posted  atomic.Int64 // posted sends not yet acknowledged or failed
+	// deferring counts the peers with messages deferred for a bundle on
+	// the reliable path (relbundle.go).
+	deferring atomic.Int32
 
 	closing   chan struct{}
 	closed    atomic.Bool
@@ -354,6 +357,7 @@ func (e *Engine) putBatch(b *batch) {
 // and releases the ports. It is idempotent.
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
+		e.flushDeferred()
 		e.lingerPosted()
 		e.flushReliable()
 		// Acknowledge what arrived, so that senders of messages this

@@ -91,6 +91,10 @@ type peer struct {
 	reliable atomic.Bool
 	sendMu   sync.Mutex
 	lost     atomic.Uint32 // times the fabric reported the peer gone
+	// flushArmed: messages were deferred for a bundle since the last flush
+	// (relbundle.go), and flushTimer (guarded by mu) will send them.
+	flushArmed atomic.Bool
+	flushTimer *time.Timer
 
 	rxmu     sync.Mutex
 	rx       rxStream

@@ -31,8 +31,11 @@ import (
 // then accepted, as a datagram-path Send is once acknowledged. One thread at a time transmits to a peer
 // (peer.sendMu); a thread that finds another transmitting leaves its
 // message queued, and the one transmitting sends it after its own, so
-// messages leave in the order they were posted. A message whose
-// transmission has begun runs to its end: cancelling it has no effect.
+// messages leave in the order they were posted. Small messages queued
+// together leave as one bundle, and a small posted copy may wait in the
+// queue for more while the destination is behind (relbundle.go). A message
+// whose transmission has begun runs to its end: cancelling it has no
+// effect.
 //
 // Receiving. Fragments are placed into their message and completed
 // messages are entered into the receive table in message order, as on the
@@ -157,7 +160,14 @@ func (p *peer) transmitQueuedLocked() {
 		}
 		t := &p.tx
 		rs := p.routes.Load()
+		if n, rt := bundleRun(*rs, r, wire.MaxBundled, true); n >= 2 {
+			if !p.transmitBundleLocked(b, r, n, rt) {
+				return
+			}
+			continue
+		}
 		t.queue.unlink(nil, r)
+		p.undeferLocked()
 		r.started, r.rel = true, true
 		r.msgID = t.nextMsgID
 		t.nextMsgID++
@@ -311,9 +321,9 @@ func (e *Engine) peerLost(d *dispatcher, ep fabric.Endpoint) {
 	}
 }
 
-// onReliableData accepts a fragment sent on the reliable path. A fragment
-// that starts a message there is no room for yet sets d.held: the batch's
-// handler gives it back to the fabric.
+// onReliableData accepts a fragment, or a bundle (relbundle.go), sent on
+// the reliable path. A fragment that starts a message there is no room for
+// yet sets d.held: the batch's handler gives it back to the fabric.
 func (d *dispatcher) onReliableData(p *peer, h *wire.Header, body []byte) {
 	if d.holder == nil || h.Kind != wire.Data {
 		// Only a port of the reliable path (protected, so the body needs
@@ -321,10 +331,21 @@ func (d *dispatcher) onReliableData(p *peer, h *wire.Header, body []byte) {
 		d.c.drops[DropChecksum].Add(1)
 		return
 	}
-	rx := &p.rx
+	if h.Flags&wire.FlagBundle != 0 {
+		d.onReliableBundle(p, h, body)
+		return
+	}
 	p.rxmu.Lock()
 	defer p.rxmu.Unlock()
-	defer func() { rx.heldBack = d.held }()
+	d.reliableLocked(p, h, body)
+	d.deliverLocked()
+	p.rx.heldBack = d.held
+}
+
+// reliableLocked accepts one fragment of the reliable path. p.rxmu is
+// held; the caller delivers what it completed.
+func (d *dispatcher) reliableLocked(p *peer, h *wire.Header, body []byte) {
+	rx := &p.rx
 	switch m := rx.inprog[h.MsgID]; {
 	case rx.silent:
 		d.c.drops[DropStale].Add(1)
@@ -350,7 +371,6 @@ func (d *dispatcher) onReliableData(p *peer, h *wire.Header, body []byte) {
 	default:
 		d.placeReliableLocked(p, m, h, body)
 	}
-	d.deliverLocked()
 }
 
 // placeReliableLocked stores a fragment and completes its message with

@@ -203,6 +203,7 @@ func (r *Request) Wait(ctx context.Context) error {
 	if r.completed() {
 		return r.err
 	}
+	r.eng.flushDeferred() // what this thread posted goes before it waits
 	if r.via != nil {
 		return r.via.wait(r, ctx)
 	}

@@ -9,6 +9,7 @@ import (
 // into the receive table for a thread of this process), a receive is
 // matched against the messages that arrived or waits in the table.
 func (e *Engine) post(r *Request) {
+	e.flushDeferred()
 	r.via = e.drivePort(r)
 	if r.kind == sendReq {
 		e.isend(r)
@@ -42,6 +43,9 @@ func (e *Engine) isend(r *Request) {
 	if a := e.rndvAnnouncement(r, p); a != nil {
 		r = a // r waits for its receiver to read it
 	}
+	// A small posted copy for the reliable path may wait for more to
+	// bundle with while the destination is behind (relbundle.go).
+	behind := r.pooled && p.reliable.Load() && bundleable(r) && p.behind()
 	p.mu.Lock()
 	if err := p.tx.failed; err != nil {
 		p.mu.Unlock()
@@ -54,8 +58,11 @@ func (e *Engine) isend(r *Request) {
 	r.peer = p
 	p.tx.enqueue(r)
 	if p.reliable.Load() {
+		deferred := p.deferLocked(r, behind)
 		p.mu.Unlock()
-		p.sendReliable(r)
+		if !deferred {
+			p.sendReliable(r)
+		}
 		return
 	}
 	// With enough in flight, acknowledgements clock out what is queued,

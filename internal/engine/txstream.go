@@ -25,6 +25,10 @@ type txEntry struct {
 // updates the status of exactly that message.
 type txStream struct {
 	queue reqList // messages with fragments not yet cut
+	// deferred messages of the reliable path wait in the queue for more
+	// to bundle with, deferBytes their bytes and sub-headers (relbundle.go)
+	deferred   int
+	deferBytes int
 
 	ring    []txEntry // in flight, ordered by seq, as a ring
 	rhead   int

@@ -21,8 +21,10 @@ import "encoding/binary"
 //	14 flags     u8   FlagAckNow only
 //	15 reserved  u8   zero
 //
-// A bundle is never a retransmission, a rendezvous message or a datagram
-// of the reliable path: a message of a bundle is sent again alone.
+// A bundle is never a retransmission or a rendezvous message: a message of
+// a bundle is sent again alone. On the reliable path (FlagReliable) the
+// bundle carries no sequence numbers (Seq is zero) and its messages none
+// either; their ids follow each other as on the datagram path.
 
 // FlagBundle marks a Data datagram carrying a bundle of whole messages.
 const FlagBundle = 1 << 6
@@ -96,7 +98,7 @@ func (h *Header) Message(i int, s *Sub) Header {
 // checkBundle validates the bundle h with body: flags, count, and that the
 // messages fill the body exactly, each fitting one fragment.
 func checkBundle(h *Header, body []byte) error {
-	if h.Kind != Data || h.Flags&(FlagRetransmit|FlagReliable|FlagRendezvous|FlagAckNow) != 0 {
+	if h.Kind != Data || h.Flags&(FlagRetransmit|FlagRendezvous|FlagAckNow) != 0 {
 		return ErrLength
 	}
 	if h.FragSize == 0 || h.FragSize > MaxFragment-HeaderSize || h.FragIndex == 0 || h.FragIndex > MaxBundled {

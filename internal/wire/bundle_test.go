@@ -75,7 +75,6 @@ func TestBundleRejects(t *testing.T) {
 		pkt  func() []byte
 	}{
 		{"retransmitted", func() []byte { h := good; h.Flags = FlagRetransmit; return bundle(h, subs, msgs) }},
-		{"reliable", func() []byte { h := good; h.Flags = FlagReliable; return bundle(h, subs, msgs) }},
 		{"rendezvous", func() []byte { h := good; h.Flags = FlagRendezvous; return bundle(h, subs, msgs) }},
 		{"ack now on the bundle", func() []byte { h := good; h.Flags = FlagAckNow; return bundle(h, subs, msgs) }},
 		{"zero frag size", func() []byte { h := good; h.FragSize = 0; return bundle(h, subs, msgs) }},
@@ -114,4 +113,27 @@ func rawHeaderOf(pkt []byte) Header {
 		panic(err)
 	}
 	return h
+}
+
+// TestReliableBundle: a bundle of the reliable path decodes, its body not
+// summed, and each of its messages keeps FlagReliable.
+func TestReliableBundle(t *testing.T) {
+	msgs := [][]byte{[]byte("one"), bytes.Repeat([]byte{7}, 64)}
+	subs := []Sub{{SrcThread: 1, DstThread: 2, Tag: 3}, {SrcThread: 1, DstThread: 2, Tag: 3}}
+	pkt := bundle(Header{JobKey: key, Flags: FlagReliable, FragSize: 1000, MsgID: 40}, subs, msgs)
+	pkt[len(pkt)-1] ^= 1 // the fabric protects the body: not summed
+	h, body, err := Decode(pkt, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range msgs {
+		s, _, rest, err := NextSub(body)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		body = rest
+		if m := h.Message(i, &s); m.Flags != FlagReliable || m.MsgID != 40+uint64(i) {
+			t.Fatalf("message %d: %+v", i, m)
+		}
+	}
 }

@@ -17,6 +17,7 @@ func FuzzDecode(f *testing.F) {
 	subs := []Sub{{SrcThread: 1, DstThread: 2, Tag: 3}, {SrcThread: 1, DstThread: 2, Tag: 3, Flags: FlagAckNow}}
 	f.Add(bundle(Header{JobKey: key, FragSize: 1000, MsgID: 5, Seq: 9}, subs, [][]byte{make([]byte, 64), []byte("x")}))
 	f.Add(bundle(Header{JobKey: key, Flags: FlagAck | FlagBodyUnsummed, FragSize: 64}, subs[:1], [][]byte{{}}))
+	f.Add(bundle(Header{JobKey: key, Flags: FlagReliable, FragSize: 1000, MsgID: 7}, subs[:1], [][]byte{make([]byte, 64)}))
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		h, body, err := Decode(pkt, key)
 		if err != nil {

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/wire"
+)
+
+// Bundles on the reliable path.
+//
+// Small messages queued for a peer of the reliable path (reliable.go)
+// leave together as one bundle (bundle.go), marked wire.FlagReliable: one
+// datagram, one header, one slot of the fabric's queue and one pass of the
+// receiver's handling for up to wire.MaxBundled messages. The messages
+// keep their ids, one after the other, so that the receiver accepts each
+// as if it had come alone and in order; a message there is no room for
+// yet holds the whole bundle in the fabric (fabric.Holder), and when the
+// bundle comes again the messages before it, accepted already, are passed
+// over. A bundle ends with the first message whose sender waits for the
+// destination to take it (a blocking Send).
+//
+// Messages queue up without an acknowledgement window to hold them back:
+// a small message posted as a copy (Post, IsendCopy) while the destination
+// has not yet taken what was sent to it (fabric.Flusher) waits in the
+// queue, since it would wait in the destination's queue anyway, until one
+// of these sends what is queued, bundled: a send that is not deferred
+// (the destination caught up, a bundle's worth queued, a larger message,
+// a blocking Send); any other call that posts or waits on a request of
+// this process (so a thread that posts its messages and then waits for a
+// reply sends them first); Close; or, if nothing else comes, a timer
+// (deferFlush, though a process with nothing else to do sees its timers
+// with the Go runtime's resolution, up to a millisecond). Deferred
+// messages are posted copies, so the memory they take stays within
+// maxPosted; a peer found lost fails them with the rest of its queue.
+
+// deferFlush is how long a deferred message waits for another send at
+// most before the timer sends it (see above; a variable for tests).
+var deferFlush = 50 * time.Microsecond
+
+// deferLocked decides whether posted request r, just queued for a peer of
+// the reliable path, waits for more to bundle with: behind reports that
+// the destination has not taken all that was sent to it. p.mu is held.
+func (p *peer) deferLocked(r *Request, behind bool) bool {
+	t := &p.tx
+	if !behind || !r.pooled || !bundleable(r) || t.deferred >= wire.MaxBundled-1 ||
+		t.deferBytes+wire.SubSize+len(r.data) > bundleBytes-bundleMax-wire.SubSize {
+		return false
+	}
+	t.deferred++
+	t.deferBytes += wire.SubSize + len(r.data)
+	if p.flushArmed.CompareAndSwap(false, true) {
+		p.e.deferring.Add(1)
+		if p.flushTimer == nil {
+			p.flushTimer = time.AfterFunc(deferFlush, p.flushDeferred)
+		} else {
+			p.flushTimer.Reset(deferFlush)
+		}
+	}
+	return true
+}
+
+// behind reports whether the destination of the reliable path has not
+// yet taken everything sent to it. It is called without p.mu.
+func (p *peer) behind() bool {
+	rt := p.ctrl()
+	if rt == nil {
+		return false
+	}
+	f, ok := rt.disp.fab.(fabric.Flusher)
+	if !ok {
+		return false
+	}
+	taken, err := f.Taken(rt.ep)
+	return !taken && err == nil
+}
+
+// flushDeferred sends the messages deferred for p, if any.
+func (p *peer) flushDeferred() {
+	if p.flushArmed.CompareAndSwap(true, false) {
+		p.e.deferring.Add(-1)
+		p.pumpReliable()
+	}
+}
+
+// flushDeferred sends the messages deferred for every peer.
+func (e *Engine) flushDeferred() {
+	if e.deferring.Load() == 0 {
+		return
+	}
+	for _, p := range *e.peers.Load() {
+		if p.flushArmed.Load() {
+			p.flushDeferred()
+		}
+	}
+}
+
+// undeferLocked notes that the queue's deferred messages are being sent.
+// p.mu is held.
+func (p *peer) undeferLocked() {
+	p.tx.deferred, p.tx.deferBytes = 0, 0
+	if p.flushArmed.CompareAndSwap(true, false) {
+		p.e.deferring.Add(-1) // the timer, if it fires, finds nothing to do
+	}
+}
+
+// transmitBundleLocked takes the n small messages at the head of the
+// queue, r first, as one bundle on route rt, and transmits it. It reports
+// whether it succeeded. p.sendMu and p.mu are held; p.mu is released.
+func (p *peer) transmitBundleLocked(b *batch, r *Request, n int, rt *route) bool {
+	t := &p.tx
+	b.reset()
+	fragSize := fragSizeFor(uint64(len(r.data)), rt.maxDg-wire.HeaderSize) // the limit: every message fits
+	body := b.bundleScratch(0)[:0]
+	firstID := t.nextMsgID
+	var total uint64
+	for range n {
+		q := t.queue.head
+		t.queue.unlink(nil, q)
+		q.started, q.rel = true, true
+		q.msgID = t.nextMsgID
+		t.nextMsgID++
+		q.rt = rt
+		q.fragSize = fragSize
+		q.nfrag, q.nextFrag = 1, 1
+		body = appendSub(body, q, 0)
+		total += uint64(len(q.data))
+		b.reqs = append(b.reqs, q)
+	}
+	p.undeferLocked()
+	p.mu.Unlock()
+	h := p.bundleHeader(fragSize, firstID, n, total)
+	h.Flags |= wire.FlagReliable
+	b.addBundle(rt, &h, body)
+	lost := p.lost.Load()
+	var err error
+	if err = p.e.transmit(rt.disp, b.dgs); err != nil {
+		err = &PeerDownError{Proc: p.proc, Reason: err.Error()}
+	}
+	last := b.reqs[n-1]
+	taken := false
+	if err == nil && last.ackNow {
+		taken, err = p.awaitTaken(last)
+	}
+	if err == nil && !taken && p.lost.Load() != lost {
+		err = &PeerDownError{Proc: p.proc, Reason: "its port went away during the send"}
+	}
+	c := &rt.disp.c
+	for _, q := range b.reqs {
+		if q.complete(err) && err == nil {
+			c.msgsSent.Add(1)
+		}
+		if q.refs.Load() == 0 {
+			q.free()
+		}
+	}
+	return err == nil
+}
+
+// onReliableBundle accepts the messages of a bundle sent on the reliable
+// path, each as the datagram it would have been alone. One there is no
+// room for yet holds the bundle in the fabric (d.held); when the bundle
+// comes again, the messages accepted before are passed over.
+func (d *dispatcher) onReliableBundle(p *peer, h *wire.Header, body []byte) {
+	rx := &p.rx
+	p.rxmu.Lock()
+	defer p.rxmu.Unlock()
+	for i := 0; i < int(h.FragIndex) && !d.held; i++ {
+		s, data, rest, err := wire.NextSub(body)
+		if err != nil {
+			d.c.drops[DropLength].Add(1) // wire.Decode checked it: never
+			break
+		}
+		body = rest
+		if h.MsgID+uint64(i) < rx.nextMsg && !rx.silent {
+			continue // accepted when the bundle came before
+		}
+		m := h.Message(i, &s)
+		d.reliableLocked(p, &m, data)
+	}
+	d.deliverLocked()
+	rx.heldBack = d.held
+}
