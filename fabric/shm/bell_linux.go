@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,9 +59,13 @@ func openBell(path string) (int, error) {
 
 // pokeBell writes one byte to a doorbell's write end. A full pipe already
 // holds a wake-up; a pipe whose reader is gone has no one to wake.
+//
+// The write never blocks (the end is non-blocking), so it is made as a raw
+// system call: a system call through the runtime wakes its monitor thread
+// when the process was idle, which then polls every 20 µs for a while.
 func pokeBell(fd int) {
 	if fd >= 0 {
-		unix.Write(fd, bellByte[:])
+		unix.RawSyscall(unix.SYS_WRITE, uintptr(fd), uintptr(unsafe.Pointer(&bellByte[0])), 1)
 	}
 }
 
@@ -68,9 +73,21 @@ var bellByte = [1]byte{1}
 
 // waitBell sleeps until the doorbell rings or d has passed, and empties
 // it.
+//
+// The pipe is read by raw system calls (it is non-blocking; the poller
+// does the waiting), so that a wake-up does not also wake the runtime's
+// monitor thread, as a system call through the runtime does when the
+// process was idle.
 func waitBell(rd *os.File, buf []byte, d time.Duration) {
 	if err := rd.SetReadDeadline(time.Now().Add(d)); err != nil {
 		return
 	}
-	rd.Read(buf)
+	rc, err := rd.SyscallConn()
+	if err != nil {
+		return
+	}
+	rc.Read(func(fd uintptr) bool {
+		_, _, errno := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+		return errno != unix.EAGAIN
+	})
 }
