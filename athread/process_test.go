@@ -140,6 +140,7 @@ func init() {
 		athread.Fixed[int64](), athread.Fixed[int64]())
 	stamp = athread.Register("stamp", func(ctx context.Context, busy int64) ([2]int64, error) {
 		started := time.Now().UnixNano()
+		rtrace.Log(ctx, "stamp", "start")
 		for time.Since(time.Unix(0, started)) < time.Duration(busy) {
 		}
 		return [2]int64{int64(athread.Proc(ctx)), started}, nil
@@ -280,6 +281,7 @@ func benchHandOut(ctx context.Context, rt *athread.Runtime) error {
 	var all, first []int64
 	for r := 0; r < 11; r++ {
 		time.Sleep(20 * time.Millisecond) // let the peers go idle
+		rtrace.Log(ctx, "phase", "round")
 		start := time.Now().UnixNano()
 		var hs []*athread.Handle[[2]int64]
 		for i := 0; i < 64; i++ {
@@ -299,6 +301,9 @@ func benchHandOut(ctx context.Context, rt *athread.Runtime) error {
 			fmt.Printf("HANDOUT round %d: only %d peers got work\n", r, len(earliest))
 			all = append(all, int64(time.Hour))
 			continue
+		}
+		if os.Getenv("ATHREAD_TEST_ROUNDS") != "" {
+			fmt.Printf("HANDROUND %d: %d %d %d (us)\n", r, (earliest[1]-start)/1000, (earliest[2]-start)/1000, (earliest[3]-start)/1000)
 		}
 		var lo, hi int64 = 1 << 62, 0
 		for _, e := range earliest {
