@@ -111,24 +111,9 @@ func tv(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6
 // that belong to the same pcor application (the same PCOR_JOBKEY in their
 // environment): the daemons the viewer shares the machine with.
 func peersCPU() float64 {
-	key := os.Getenv("PCOR_JOBKEY")
-	if key == "" {
-		return 0
-	}
-	want := []byte("\x00PCOR_JOBKEY=" + key + "\x00")
-	self := os.Getpid()
-	ents, _ := os.ReadDir("/proc")
 	var sum float64
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(append([]byte{0}, env...), want) {
-			continue
-		}
-		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+	for _, dir := range peerDirs() {
+		st, err := os.ReadFile(filepath.Join(dir, "stat"))
 		if err != nil {
 			continue
 		}
@@ -147,3 +132,65 @@ func peersCPU() float64 {
 	}
 	return sum
 }
+
+// peerDirs are the /proc directories of the other processes of this
+// machine that belong to the same pcor application.
+func peerDirs() []string {
+	key := os.Getenv("PCOR_JOBKEY")
+	if key == "" {
+		return nil
+	}
+	want := []byte("\x00PCOR_JOBKEY=" + key + "\x00")
+	self := os.Getpid()
+	ents, _ := os.ReadDir("/proc")
+	var dirs []string
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self {
+			continue
+		}
+		dir := filepath.Join("/proc", e.Name())
+		env, err := os.ReadFile(filepath.Join(dir, "environ"))
+		if err != nil || !bytes.Contains(append([]byte{0}, env...), want) {
+			continue
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs
+}
+
+// switches counts the context switches of the threads of this process
+// and its peers of the application: voluntary (a thread went to sleep:
+// a wait, a hand-off to another thread, the runtime's monitor) and
+// involuntary (a thread was preempted, which other work on the machine
+// makes more frequent).
+type switches struct{ vol, invol uint64 }
+
+func switchesNow() switches {
+	var s switches
+	for _, dir := range append(peerDirs(), "/proc/self") {
+		tasks, _ := os.ReadDir(filepath.Join(dir, "task"))
+		for _, t := range tasks {
+			st, err := os.ReadFile(filepath.Join(dir, "task", t.Name(), "status"))
+			if err != nil {
+				continue
+			}
+			for _, line := range strings.Split(string(st), "\n") {
+				k, v, ok := strings.Cut(line, ":")
+				if !ok {
+					continue
+				}
+				n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+				switch k {
+				case "voluntary_ctxt_switches":
+					s.vol += n
+				case "nonvoluntary_ctxt_switches":
+					s.invol += n
+				}
+			}
+		}
+	}
+	return s
+}
+
+func (s switches) sub(t switches) switches { return switches{s.vol - t.vol, s.invol - t.invol} }

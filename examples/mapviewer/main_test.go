@@ -197,6 +197,11 @@ func checkPaperTable(t *testing.T, out string, daemons int) {
 	if !regexp.MustCompile(`traffic a tile \(sent and received\): [0-9.]+ datagrams of data, [0-9.]+ acknowledgements alone, 2\.00 messages`).MatchString(out) {
 		t.Errorf("no traffic line of one request and one reply a tile:\n%s", out)
 	}
+	// The cluster render's threads sleep while they wait for the daemons:
+	// its context switches cannot all be zero.
+	if m := regexp.MustCompile(`context switches of .* a tile: local [0-9.]+ voluntary .* cluster ([0-9.]+) \+ [0-9.]+`).FindStringSubmatch(out); m == nil || num(m[1]) <= 0 {
+		t.Errorf("no line of context switches, or none counted in the cluster render:\n%s", out)
+	}
 	t.Logf("\n%s", out)
 	if n := strings.Count(out, "% busy"); n != daemons {
 		t.Errorf("%d load lines, want %d:\n%s", n, daemons, out)

@@ -43,6 +43,7 @@ type pair struct {
 	localBusy, clusterBusy time.Duration
 	localOwn, clusterOwn   time.Duration
 	net                    netCount // the viewer's traffic in the cluster render
+	localCS, clusterCS     switches // of the viewer and its daemons
 }
 
 // netCount is what a node's ports counted (sent and received added up):
@@ -76,6 +77,12 @@ func (c netCount) sub(d netCount) netCount {
 	return netCount{c.frags - d.frags, c.acks - d.acks, c.msgs - d.msgs, c.dispatcher - d.dispatcher, c.driven - d.driven, c.sleeps - d.sleeps}
 }
 
+// switchesLine starts the line rank 0 prints per render pair under
+// pcorrun: "switches <region> <rep>" and the context switches of the
+// application's threads in the local render (voluntary, involuntary), then
+// in the cluster render.
+const switchesLine = "switches"
+
 // timesLine starts the line rank 0 prints per render pair under pcorrun:
 // "times <region> <rep> <local ns> <cluster ns> <local app CPU ns>
 // <cluster app CPU ns> <local viewer CPU ns> <cluster viewer CPU ns>".
@@ -102,25 +109,30 @@ func clusterTimes(ctx context.Context, m *member, set tiles.Set, win view.Window
 	}
 	for i, p := range plans {
 		for rep := range reps {
+			s0 := switchesNow()
 			b0, o0 := cpuNow()
 			ld, lpix, err := timeView(ctx, local, p, 1)
 			if err != nil {
 				return err
 			}
 			b1, o1 := cpuNow()
+			s1 := switchesNow()
 			n1 := netNow(m.p.Node)
 			cd, cpix, err := timeView(ctx, cl, p, 1)
 			if err != nil {
 				return err
 			}
 			b2, o2 := cpuNow()
+			s2 := switchesNow()
 			nc := netNow(m.p.Node).sub(n1)
+			ls, cs := s1.sub(s0), s2.sub(s1)
 			if string(lpix) != string(cpix) {
 				return fmt.Errorf("cluster view differs from the local view for %s", prs[i].Name)
 			}
 			fmt.Printf("%s %d %d %d %d %d %d %d %d\n", timesLine, i, rep, ld.Nanoseconds(), cd.Nanoseconds(),
 				b1-b0, b2-b1, o1-o0, o2-o1)
 			fmt.Printf("%s %d %d %d %d %d %d %d %d\n", netLine, i, rep, nc.frags, nc.acks, nc.msgs, nc.dispatcher, nc.driven, nc.sleeps)
+			fmt.Printf("%s %d %d %d %d %d %d\n", switchesLine, i, rep, ls.vol, ls.invol, cs.vol, cs.invol)
 		}
 	}
 	return nil
@@ -132,6 +144,15 @@ func parseTimes(out []byte, regions, reps int) ([][]pair, error) {
 	ps := make([][]pair, regions)
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "[0] "+switchesLine+" "); ok {
+			var i, rep int
+			var l, c switches
+			if n, err := fmt.Sscanf(rest, "%d %d %d %d %d %d", &i, &rep, &l.vol, &l.invol, &c.vol, &c.invol); n != 6 || err != nil || i < 0 || i >= regions || len(ps[i]) != rep+1 {
+				return nil, fmt.Errorf("bad line %q", sc.Text())
+			}
+			ps[i][rep].localCS, ps[i][rep].clusterCS = l, c
+			continue
+		}
 		if rest, ok := strings.CutPrefix(sc.Text(), "[0] "+netLine+" "); ok {
 			var i, rep int
 			var c netCount
@@ -284,13 +305,19 @@ func writeCPU(w io.Writer, tiles int, r paperRun) {
 		tiles, r.daemons, plural(r.daemons), ms(lb), ms(cb), ms(cb-lb), ms(cb-lb)/float64(tiles))
 	fmt.Fprintf(w, "  the viewer's own CPU: %.0f ms local (decoding), %.0f ms cluster (%.2f ms a tile: requests, replies, copies)\n",
 		ms(lo), ms(co), ms(co)/float64(tiles))
-	per := func(f func(netCount) uint64) float64 {
+	perPair := func(f func(pair) uint64) float64 {
 		vs := make([]float64, len(ps))
 		for i, p := range ps {
-			vs[i] = float64(f(p.net)) / float64(tiles)
+			vs[i] = float64(f(p)) / float64(tiles)
 		}
 		slices.Sort(vs)
 		return vs[len(vs)/2]
+	}
+	fmt.Fprintf(w, "  context switches of the viewer's and its daemons' threads a tile: local %.1f voluntary (sleeps, hand-offs) + %.1f involuntary (preempted), cluster %.1f + %.1f\n",
+		perPair(func(p pair) uint64 { return p.localCS.vol }), perPair(func(p pair) uint64 { return p.localCS.invol }),
+		perPair(func(p pair) uint64 { return p.clusterCS.vol }), perPair(func(p pair) uint64 { return p.clusterCS.invol }))
+	per := func(f func(netCount) uint64) float64 {
+		return perPair(func(p pair) uint64 { return f(p.net) })
 	}
 	fmt.Fprintf(w, "  the viewer's traffic a tile (sent and received): %.2f datagrams of data, %.2f acknowledgements alone, %.2f messages;\n",
 		per(func(c netCount) uint64 { return c.frags }), per(func(c netCount) uint64 { return c.acks }), per(func(c netCount) uint64 { return c.msgs }))
