@@ -56,10 +56,11 @@ func TestOverRDMA(t *testing.T) {
 		el := time.Since(start)
 		t.Logf("%9d B round trip %v (%.1f MB/s each way)", size, el, 2*float64(size)/el.Seconds()/1e6)
 	}
-	// Every message of 32 KiB or more went by rendezvous, each way.
+	// Every message of rdma.DefaultReadMin or more went by rendezvous,
+	// each way.
 	big := 0
 	for _, size := range sizes {
-		if size >= 32<<10 {
+		if size >= rdma.DefaultReadMin {
 			big++
 		}
 	}
@@ -214,7 +215,7 @@ func TestOverRDMARendezvousCases(t *testing.T) {
 	// it back, and its send waits until this process reads it: the other
 	// two wait at the echo as announcements, and each echo waits here as
 	// one until the receive below is posted.
-	sizes := []int{1 << 20, 4<<20 + 5, 40 << 10}
+	sizes := []int{1 << 20, 4<<20 + 5, rdma.DefaultReadMin + 5}
 	var datas [][]byte
 	var sends []*pcor.Request
 	for i, size := range sizes {
@@ -268,7 +269,7 @@ func TestOverRDMARendezvousCases(t *testing.T) {
 	after := n.RendezvousStats()
 	big := 0
 	for _, size := range append(sizes, len(data)) {
-		if size >= 32<<10 {
+		if size >= rdma.DefaultReadMin {
 			big++
 		}
 	}

@@ -60,7 +60,22 @@ type Config struct {
 	// peer would then never fail the work outstanding to it.)
 	RetryCount uint8
 	RNRRetry   uint8 // receiver-not-ready retries, 7 = forever; default 7
+
+	// ReadMin is the smallest message pcor moves by rendezvous (an RDMA
+	// READ by the receiver) rather than as datagrams
+	// (fabric.RemoteReadMin); default DefaultReadMin.
+	ReadMin int
+	// ZeroCopyMin is the smallest Body in Alloc'd memory that Send has
+	// the device read in place rather than copy into a send buffer;
+	// default BufSize, that is never. Send then waits for the send to
+	// complete, which takes a whole trip through the transport: a stream
+	// of datagrams copied goes on while the device sends, and the copy of
+	// one datagram costs less than that trip.
+	ZeroCopyMin int
 }
+
+// DefaultReadMin is Config.ReadMin's default.
+const DefaultReadMin = 128 << 10
 
 // BufSize is the size of a pool buffer.
 const BufSize = 64 << 10
@@ -123,6 +138,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RNRRetry == 0 {
 		c.RNRRetry = 7
+	}
+	if c.ReadMin <= 0 {
+		c.ReadMin = DefaultReadMin
+	}
+	if c.ZeroCopyMin <= 0 {
+		c.ZeroCopyMin = BufSize
 	}
 	return c
 }

@@ -79,7 +79,7 @@ func (r *receiver) count() int {
 }
 
 func TestPortEchoTwoProcesses(t *testing.T) {
-	p := listenOrSkip(t, Config{})
+	p := listenOrSkip(t, Config{ZeroCopyMin: 1}) // every body in Alloc'd memory read in place
 	peer := startPeer(t, "echo", "RDMA_TEST_TO="+p.LocalEndpoint().String())
 	to, err := p.ParseEndpoint(peer.ep)
 	if err != nil {

@@ -67,9 +67,13 @@ func (p *Port) receive(msgs [][]byte, how int, deadline time.Time) (int, error) 
 		p.pollIdle(n == 0)
 		return n, nil
 	}
+	spinFor := blockSpin
+	if how == recvIntr && !deadline.IsZero() {
+		spinFor = waitSpin
+	}
 	for {
-		// A short poll first: the completion channel costs an interrupt
-		// and a wake-up, worth it only when nothing comes soon.
+		// A poll first: the completion channel costs an interrupt and a
+		// wake-up, worth it only when nothing comes soon.
 		for spin := time.Now(); ; {
 			if n := p.deliver(msgs); n > 0 {
 				return n, nil
@@ -77,8 +81,14 @@ func (p *Port) receive(msgs [][]byte, how int, deadline time.Time) (int, error) 
 			if how == recvIntr && p.interrupted.Swap(false) {
 				return 0, nil
 			}
-			if time.Since(spin) > blockSpin {
+			el := time.Since(spin)
+			if el > spinFor {
 				break
+			}
+			if el > blockSpin {
+				// The datagram comes from rxe's kernel work, which needs
+				// this CPU as much as the peer's threads do.
+				unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			}
 		}
 		if err := p.recvCQ.Arm(); err != nil {
@@ -132,9 +142,15 @@ func (p *Port) receive(msgs [][]byte, how int, deadline time.Time) (int, error) 
 // datagram, every empty Poll gives the CPU up (sched_yield), so that
 // runnable kernel work goes first; blocking Receive polls for blockSpin
 // before it arms the completion channel.
+// A Wait (a thread driving the port for its own message, which has
+// already polled a while) polls for waitSpin, yielding the CPU after
+// blockSpin: a completion channel's event and the wake-up of the sleeping
+// thread cost more than that where the CPUs are emulated or halt when
+// idle, and the answer to a message often comes within it.
 const (
 	pollSpin  = 50 * time.Microsecond
 	blockSpin = 10 * time.Microsecond
+	waitSpin  = 250 * time.Microsecond
 )
 
 // pollIdle notes a Poll that found nothing (or something). Runs under
@@ -151,7 +167,7 @@ func (p *Port) pollIdle(empty bool) {
 	}
 	if now.Sub(p.idleSince) > pollSpin {
 		p.stats.yields.Add(1)
-		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 }
 

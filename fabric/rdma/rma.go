@@ -51,7 +51,16 @@ type rmaWR struct {
 	wr verbs.SendWR
 }
 
-var _ fabric.RemoteReader = (*Port)(nil)
+var (
+	_ fabric.RemoteReader  = (*Port)(nil)
+	_ fabric.RemoteReadMin = (*Port)(nil)
+)
+
+// RemoteReadMin is Config.ReadMin: below it a message costs less as
+// datagrams (two SENDs and a copy out of the receive buffer at 64 KiB)
+// than as an announcement, a READ and a done message, each a round trip
+// through rxe's kernel work.
+func (p *Port) RemoteReadMin() int { return p.cfg.ReadMin }
 
 // Expose returns the descriptor of b for reading by peers: b lies in
 // memory from Alloc (registered once, for good), or its registration is

@@ -12,8 +12,9 @@ import (
 
 // Send posts each datagram as one RC SEND on the queue pair to its
 // endpoint, dialing the peer on first use. Head, and Body unless it lies
-// in memory from Alloc, are copied into one registered send buffer; a
-// Body in Alloc'd memory becomes a second SGE and is read in place, and
+// in memory from Alloc and is at least Config.ZeroCopyMin bytes, are
+// copied into one registered send buffer; such a Body becomes a second
+// SGE and is read in place, and
 // Send then waits for those sends to complete before returning, so that
 // no slice is used after Send returns. Datagrams to an unreachable or
 // dead peer are dropped and counted (Stats.Dropped), and the peer is
@@ -75,7 +76,7 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 		n := copy(buf, d.Head)
 		sges := [2]verbs.SGE{}
 		nsge := 1
-		if mr := p.allocMR(d.Body); mr != nil {
+		if mr := p.zeroCopyMR(d.Body); mr != nil {
 			sges[1] = verbs.SGEOf(mr, d.Body)
 			nsge = 2
 			zc = append(zc, zcSend{idx, p.sendSeq[idx] + 1})
@@ -119,6 +120,11 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 		// (While waitSend let go of sendMu, the slot may have completed
 		// and carried another send.)
 		for p.sendOwner[z.idx] != nil && p.sendSeq[z.idx] == z.seq && time.Now().Before(giveUp) {
+			// The doorbell's own system call often carried the send to
+			// its end: look before arming the completion channel.
+			if p.reapSend(); p.sendOwner[z.idx] == nil || p.sendSeq[z.idx] != z.seq {
+				break
+			}
 			c := p.sendOwner[z.idx]
 			if err := p.waitSend(c); err != nil {
 				if errors.Is(err, fabric.ErrClosed) {
@@ -128,6 +134,16 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 		}
 	}
 	return len(dgs), nil
+}
+
+// zeroCopyMR returns the Alloc'd region holding body when body is large
+// enough for the device to read it in place (Config.ZeroCopyMin): a
+// smaller one costs less to copy than the wait for its send to complete.
+func (p *Port) zeroCopyMR(body []byte) *verbs.MR {
+	if len(body) < p.cfg.ZeroCopyMin {
+		return nil
+	}
+	return p.allocMR(body)
 }
 
 // zcSend is a posted send whose body the device reads in place: its
