@@ -120,7 +120,9 @@ func (h *Handle[O]) Join(ctx context.Context) (O, error) {
 func (h *Handle[O]) Done() bool { return h.t.state.Load() == stateDone }
 
 // Addr waits until a thread created with Place OnProc has started and
-// returns the address of its endpoint.
+// returns the address of its endpoint. For a thread in another process the
+// first call asks that process for it (a message each way), unless the
+// thread has ended, whose result carried it.
 func (h *Handle[O]) Addr(ctx context.Context) (pcor.Addr, error) {
 	if h.t.started == nil {
 		return pcor.Addr{}, errors.New("athread: the thread was not created with Place OnProc")
