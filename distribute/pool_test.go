@@ -157,6 +157,12 @@ func TestPhases(t *testing.T) {
 			t.Errorf("round trip %g s, error %g, at most %d: %d phases, want %d", c.a, c.sigma, c.most, got, c.want)
 		}
 	}
+	// An intercept below zero within its error (2 ms) counts as that error.
+	noisy := linear(-0.001, 0.001, 0.5)
+	noisy.Cov = [][]float64{{4e-6, 0}, {0, 0}}
+	if got := Phases([]*perfmodel.Model{linear(0.001, 0.00025, 0.25), linear(0.0005, 0.0005, 0.5), noisy}, 700, 8); got != 5 {
+		t.Errorf("with an intercept of −1 ± 2 ms: %d phases, want 5 (√(0.5·100/2))", got)
+	}
 	// A slope that is not positive says nothing of the work: the bound.
 	if got := Phases([]*perfmodel.Model{linear(0.002, 0.001, 0.1), linear(0.002, -0.001, 0.1)}, 700, 6); got != 6 {
 		t.Errorf("with a negative slope: %d phases, want 6", got)
