@@ -90,6 +90,7 @@ type peer struct {
 	// counts the fabric's reports of the peer gone.
 	reliable atomic.Bool
 	sendMu   sync.Mutex
+	sending  atomic.Bool   // sendMu is held
 	lost     atomic.Uint32 // times the fabric reported the peer gone
 	// flushArmed: messages were deferred for a bundle since the last flush
 	// (relbundle.go), and flushTimer (guarded by mu) will send them.

@@ -61,10 +61,13 @@ func (p *peer) deferLocked(r *Request, behind bool) bool {
 }
 
 // behind reports whether the destination of the reliable path has not
-// yet taken everything sent to it. It is called without p.mu.
+// yet taken everything sent to it. It is called without p.mu. While a
+// thread transmits to p (which may be waiting for room in the fabric) it
+// does not ask the fabric, whose answer would wait for that thread: the
+// message is then queued for that thread to send.
 func (p *peer) behind() bool {
 	rt := p.ctrl()
-	if rt == nil {
+	if rt == nil || p.sending.Load() {
 		return false
 	}
 	f, ok := rt.disp.fab.(fabric.Flusher)

@@ -115,7 +115,9 @@ func (p *peer) sendReliable(r *Request) {
 // unless another thread does.
 func (p *peer) pumpReliable() {
 	for p.sendMu.TryLock() {
+		p.sending.Store(true)
 		p.transmitQueuedLocked()
+		p.sending.Store(false)
 		p.sendMu.Unlock()
 		// A message may have been queued after the last look and before
 		// the unlock, by a thread that found sendMu held and left it to
