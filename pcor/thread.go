@@ -60,6 +60,12 @@ func (t *Thread) Node() *Node { return t.node }
 //   - Close gives copies still unacknowledged a short while (at most 2 s)
 //     to be acknowledged before failing them.
 //
+// Over shared memory or RDMA, a copy of at most 1 KiB made while the
+// destination has not yet taken what was sent to it may wait in the queue
+// to leave with the next messages in one bundle: it leaves with the next
+// send, receive or Wait of this process, at Close, or after 50 µs (up to
+// about a millisecond in a process with nothing else to run).
+//
 // A program that must know each message accepted uses Ssend (or Send).
 // Messages to threads of the same process, and larger ones, are never
 // copied: their request completes once the message is accepted.
