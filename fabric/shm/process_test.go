@@ -65,6 +65,8 @@ func runRole(role string) int {
 		}
 	case "idle":
 		return idlePeer(p)
+	case "busy":
+		return busyPeer(p)
 	case "once":
 		// One datagram, then nothing until killed.
 		to, err := p.ParseEndpoint(os.Getenv("PCOR_SHM_TEST_TO"))
