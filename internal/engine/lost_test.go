@@ -57,6 +57,11 @@ func TestFabricLostPeer(t *testing.T) {
 	for es[1].Stats()[0].FragsRecv < 20 {
 		time.Sleep(100 * time.Microsecond)
 	}
+	probed := make(chan error, 1) // a probe waiting on process 1
+	go func() {
+		_, err := es[0].probe(ctx, 0, 1, 0, 6)
+		probed <- err
+	}()
 	es[1].Close()
 	start := time.Now()
 	for _, c := range []struct {
@@ -83,5 +88,16 @@ func TestFabricLostPeer(t *testing.T) {
 	defer wcancel()
 	if err := lateRecv.Wait(wctx); !errors.Is(err, ErrPeerDown) {
 		t.Errorf("a receive naming the lost process, posted after the loss: %v, want ErrPeerDown", err)
+	}
+	select {
+	case err := <-probed:
+		if !errors.Is(err, ErrPeerDown) {
+			t.Errorf("a probe waiting on the lost process: %v, want ErrPeerDown", err)
+		}
+	case <-wctx.Done():
+		t.Error("a probe waiting on the lost process still waits")
+	}
+	if _, err := es[0].probe(wctx, 0, 1, 0, 7); !errors.Is(err, ErrPeerDown) {
+		t.Errorf("a probe naming the lost process, after the loss: %v, want ErrPeerDown", err)
 	}
 }

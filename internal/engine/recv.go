@@ -12,18 +12,9 @@ func (e *Engine) irecv(r *Request) {
 	}
 	m := e.table.post(s, r)
 	// A message that arrived before its sender went down is still
-	// received; only a receive nothing can satisfy any more fails: from a
-	// process removed, or given up for silence in the middle of a message.
-	if m == nil && r.srcProc != AnyProc && r.srcProc != e.cfg.Proc {
-		var err error
-		if p := e.peer(r.srcProc); p == nil {
-			err = e.downErr(r.srcProc)
-		} else if u := p.silent.Load(); u != nil {
-			err = u
-		} else if l := p.lostErr.Load(); l != nil {
-			err = l
-		}
-		if err != nil {
+	// received; only a receive nothing can satisfy any more fails.
+	if m == nil {
+		if err := e.goneErr(r.srcProc); err != nil {
 			e.table.unpost(s, r)
 			s.mu.Unlock()
 			r.complete(err)
@@ -41,6 +32,26 @@ func (e *Engine) irecv(r *Request) {
 			e.drainLocal() // a local send waiting for budget may go to r
 		}
 	}
+}
+
+// goneErr is the error for a receive or probe naming proc that no message
+// has come for: proc was removed, given up for silence in the middle of a
+// message, or reported lost by its fabric. Nil if proc may still send.
+func (e *Engine) goneErr(proc ProcID) error {
+	if proc == AnyProc || proc == e.cfg.Proc {
+		return nil
+	}
+	p := e.peer(proc)
+	if p == nil {
+		return e.downErr(proc)
+	}
+	if u := p.silent.Load(); u != nil {
+		return u
+	}
+	if l := p.lostErr.Load(); l != nil {
+		return l
+	}
+	return nil
 }
 
 // downErr is the error for receives naming a process that was removed.
@@ -302,10 +313,8 @@ func (e *Engine) probe(ctx context.Context, dst ThreadID, srcProc ProcID, srcThr
 		if e.closed.Load() {
 			return Status{}, ErrClosed
 		}
-		if srcProc != AnyProc {
-			if err := e.downErr(srcProc); err != nil && e.peer(srcProc) == nil {
-				return Status{}, err
-			}
+		if err := e.goneErr(srcProc); err != nil {
+			return Status{}, err
 		}
 		select {
 		case <-notify:
