@@ -195,10 +195,15 @@ func TestDelay(t *testing.T) {
 	a, b := pair(t, f, 2*n)
 	start := time.Now()
 	sendSeq(t, a, b.LocalEndpoint(), 0, n, n)
-	if early := drain(t, b); len(early) != 0 {
-		t.Fatalf("%d datagrams arrived before the delay", len(early))
+	// Every datagram left after start, so one that a poll returned before
+	// start+Delay was released early. A poll that ends later proves
+	// nothing either way (the send itself may have taken the whole delay
+	// on a loaded machine), and what it returned counts as arrived.
+	early := drain(t, b)
+	if d := time.Since(start); len(early) != 0 && d < f.Delay {
+		t.Fatalf("a poll ending %v after the send began returned %d datagrams, before the delay %v", d, len(early), f.Delay)
 	}
-	got := collect(t, b, n, 5*time.Second)
+	got := append(early, collect(t, b, n-len(early), 5*time.Second)...)
 	if d := time.Since(start); d < f.Delay {
 		t.Fatalf("arrived after %v, less than the delay %v", d, f.Delay)
 	}
