@@ -241,13 +241,16 @@ func (m *mcb) releaseChunks() {
 
 // clear forgets the message, keeping small allocations for reuse.
 func (m *mcb) clear() {
+	// Only the words of the message's fragments can have been set: a
+	// one-fragment message clears one word of its block, not 512 bytes.
+	words := (int(m.nfrag) + 63) / 64
 	m.key = key{}
 	m.msgID = 0
 	m.rndv = false
 	m.total, m.fragSize, m.nfrag, m.got, m.gotBytes, m.reserved = 0, 0, 0, 0, 0, 0
 	for i := range m.bits {
 		if b := m.bits[i]; b != nil && len(m.bits) == 1 {
-			clear(b)
+			clear(b[:min(words, len(b))])
 			continue
 		}
 		m.bits[i] = nil
