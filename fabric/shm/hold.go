@@ -80,7 +80,8 @@ const takenLooks = 16
 // Taken reports whether the receiver at to has read every record this
 // port wrote into its ring and handed their room back (it does when it
 // receives again, or calls Handled). It fails with ErrNoPort once the
-// receiver has closed or died first.
+// receiver has closed or died before taking them; what it took before it
+// went stays taken.
 func (p *Port) Taken(to fabric.Endpoint) (bool, error) {
 	e, ok := to.(Endpoint)
 	if !ok {
@@ -95,6 +96,10 @@ func (p *Port) Taken(to fabric.Endpoint) (bool, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.dead {
+		// A receiver that read everything before it went took it.
+		if o.lastHead >= o.r.pos {
+			return true, nil
+		}
 		return false, fmt.Errorf("%w: %s", ErrNoPort, e)
 	}
 	if load64(o.seg.mem, o.r.base+slotHead) >= o.r.pos {
@@ -109,7 +114,10 @@ func (p *Port) Taken(to fabric.Endpoint) (bool, error) {
 	if now := time.Now(); now.Sub(o.checked) > 10*time.Millisecond {
 		o.checked = now
 		if !o.seg.ownerAlive() {
-			o.dead = true
+			// It may have read the rest between the look above and this.
+			if o.markDeadLocked(); o.lastHead >= o.r.pos {
+				return true, nil
+			}
 			return false, fmt.Errorf("%w: %s (closed or died)", ErrNoPort, e)
 		}
 	}

@@ -213,3 +213,52 @@ func TestTaken(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// TestTakenBeforeReceiverLeft: datagrams a receiver read and handled
+// before it closed stay taken once the sender has found it gone, however
+// the sender found out (a look at its destinations, or Taken itself).
+func TestTakenBeforeReceiverLeft(t *testing.T) {
+	for _, how := range []string{"scan", "taken"} {
+		t.Run(how, func(t *testing.T) {
+			dir := testDir(t)
+			a, b := listen(t, dir, "a", Config{}), listen(t, dir, "b", Config{})
+			to := b.LocalEndpoint()
+			if _, err := a.Send([]fabric.Datagram{{Body: []byte("f"), To: to}}); err != nil {
+				t.Fatal(err)
+			}
+			msgs := make([][]byte, 4)
+			if n, _ := b.Poll(msgs); n != 1 {
+				t.Fatal("datagram not received")
+			}
+			b.Handled()
+			b.Close()
+			o := a.out[to.(Endpoint).Name]
+			o.mu.Lock()
+			switch how {
+			case "scan":
+				o.mu.Unlock()
+				a.scanDestinations()
+				o.mu.Lock()
+			case "taken":
+				// The receiver read the datagram after Taken's look at the
+				// ring and left before its look at whether it lives.
+				o.r.pos++
+				o.looks = takenLooks - 1
+				o.mu.Unlock()
+				if ok, err := a.Taken(to); ok || err == nil {
+					t.Fatalf("unread byte: taken %v, %v", ok, err)
+				}
+				o.mu.Lock()
+				o.r.pos--
+			}
+			dead := o.dead
+			o.mu.Unlock()
+			if !dead {
+				t.Fatal("the closed receiver was not found gone")
+			}
+			if ok, err := a.Taken(to); !ok || err != nil {
+				t.Fatalf("datagram read before the receiver left: taken %v, %v", ok, err)
+			}
+		})
+	}
+}

@@ -87,8 +87,19 @@ type outRing struct {
 	dead bool          // the receiver closed or died
 	cma  atomic.Uint32 // the receiver's verdict on reading this process (cma_linux.go)
 
+	// lastHead is the consumer position when the receiver was found gone:
+	// what it read before it went was taken (Taken).
+	lastHead uint64
+
 	checked time.Time // when Taken last looked whether the receiver lives
 	looks   uint64    // Taken's looks at the ring while not read (hold.go)
+}
+
+// markDeadLocked records that the receiver closed or died, and how far it
+// had read. o.mu is held and the segment is still mapped.
+func (o *outRing) markDeadLocked() {
+	o.lastHead = load64(o.seg.mem, o.r.base+slotHead)
+	o.dead = true
 }
 
 var portNames atomic.Uint64
@@ -227,7 +238,7 @@ func (p *Port) put(o *outRing, d *fabric.Datagram) (lost bool, err error) {
 		case spins < 64:
 			runtime.Gosched()
 		case spins%4 == 0 && !o.seg.ownerAlive():
-			o.dead = true
+			o.markDeadLocked()
 			p.st.dropped.Add(1)
 			return true, nil
 		default:
@@ -525,7 +536,7 @@ func (p *Port) scanDestinations() {
 		}
 		gone := !o.dead && !o.seg.ownerAlive()
 		if gone {
-			o.dead = true
+			o.markDeadLocked()
 		}
 		o.mu.Unlock()
 		if gone {
@@ -564,8 +575,8 @@ func (p *Port) Close() error {
 			o.mu.Lock()
 			store32(o.seg.mem, o.r.base+slotReleased, 1)
 			p.wake(o.seg)
+			o.markDeadLocked()
 			o.seg.unmap()
-			o.dead = true
 			o.mu.Unlock()
 			delete(p.out, name)
 		}
