@@ -188,10 +188,11 @@ func TestRunAllLost(t *testing.T) {
 	}
 }
 
-func TestCalibrate(t *testing.T) {
-	c := newCluster(t, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+// sleepingWorkers serves a thread on each of c's workers whose answer to
+// a range takes pause(i, r) on worker i, and returns their addresses and a
+// function that stops them (an empty run) and waits for them to end.
+func sleepingWorkers(ctx context.Context, t *testing.T, c *cluster, pause func(i int, r Range) time.Duration) ([]pcor.Addr, func()) {
+	t.Helper()
 	var addrs []pcor.Addr
 	var wg sync.WaitGroup
 	for i, w := range c.workers {
@@ -201,21 +202,33 @@ func TestCalibrate(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			Serve(ctx, th, func(r Range, in []byte) ([]byte, error) {
-				// Worker 1 is four times slower per unit.
-				time.Sleep(time.Duration(r.Len()) * time.Duration(10+30*i) * time.Millisecond)
+				time.Sleep(pause(i, r))
 				return nil, nil
 			})
 		}()
 	}
+	return addrs, func() {
+		// An empty run tells the workers to stop.
+		if _, err := Run(ctx, c.master, addrs, Plan{Total: 0}); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+	}
+}
+
+func TestCalibrate(t *testing.T) {
+	c := newCluster(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	addrs, stop := sleepingWorkers(ctx, t, c, func(i int, r Range) time.Duration {
+		// Worker 1 is four times slower per unit.
+		return time.Duration(r.Len()) * time.Duration(10+30*i) * time.Millisecond
+	})
 	models, err := Calibrate(ctx, c.master, addrs, []int{2, 4, 8}, 3, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// An empty run tells the workers to stop.
-	if _, err := Run(ctx, c.master, addrs, Plan{Total: 0}); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
+	stop()
 	v := vrpOf(models, 8)
 	// Sleeps overrun on a loaded machine, which narrows the ratio: the
 	// order and a clear gap are what calibration must find.
@@ -228,26 +241,16 @@ func TestScale(t *testing.T) {
 	c := newCluster(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	var addrs []pcor.Addr
-	var wg sync.WaitGroup
-	for i, w := range c.workers {
-		th := w.NewThread()
-		addrs = append(addrs, th.Addr())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			Serve(ctx, th, func(r Range, in []byte) ([]byte, error) {
-				// Worker 0 takes 600 ms for any range; worker 1
-				// answers at once below 16 units: the range that takes
-				// 400 ms on both has 16 units, whatever the load adds
-				// to an answer given at once, short of 400 ms.
-				if i == 0 || r.Len() >= 16 {
-					time.Sleep(600 * time.Millisecond)
-				}
-				return nil, nil
-			})
-		}()
-	}
+	addrs, stop := sleepingWorkers(ctx, t, c, func(i int, r Range) time.Duration {
+		// Worker 0 takes 600 ms for any range; worker 1 answers at once
+		// below 16 units: the range that takes 400 ms on both has 16
+		// units, whatever the load adds to an answer given at once,
+		// short of 400 ms.
+		if i == 0 || r.Len() >= 16 {
+			return 600 * time.Millisecond
+		}
+		return 0
+	})
 	if got, err := Scale(ctx, c.master, addrs, 4, 64, 400*time.Millisecond, nil); got != 16 || err != nil {
 		t.Errorf("Scale for 400 ms = %d, %v; want 16, the first size slow on both workers", got, err)
 	}
@@ -257,8 +260,5 @@ func TestScale(t *testing.T) {
 	if got, err := Scale(ctx, c.master, addrs, 4, 5, time.Hour, nil); got != 5 || err != nil {
 		t.Errorf("Scale for an hour = %d, %v; want the bound, 5", got, err)
 	}
-	if _, err := Run(ctx, c.master, addrs, Plan{Total: 0}); err != nil {
-		t.Fatal(err)
-	}
-	wg.Wait()
+	stop()
 }
