@@ -140,24 +140,7 @@ func (p *peer) transmitBundleLocked(b *batch, r *Request, n int, rt *route) bool
 	if err = p.e.transmit(rt.disp, b.dgs); err != nil {
 		err = &PeerDownError{Proc: p.proc, Reason: err.Error()}
 	}
-	last := b.reqs[n-1]
-	taken := false
-	if err == nil && last.ackNow {
-		taken, err = p.awaitTaken(last)
-	}
-	if err == nil && !taken && p.lost.Load() != lost {
-		err = &PeerDownError{Proc: p.proc, Reason: "its port went away during the send"}
-	}
-	c := &rt.disp.c
-	for _, q := range b.reqs {
-		if q.complete(err) && err == nil {
-			c.msgsSent.Add(1)
-		}
-		if q.refs.Load() == 0 {
-			q.free()
-		}
-	}
-	return err == nil
+	return p.settleReliable(b.reqs, lost, err)
 }
 
 // onReliableBundle accepts the messages of a bundle sent on the reliable

@@ -178,32 +178,43 @@ func (p *peer) transmitQueuedLocked() {
 		r.nfrag = uint32(wire.FragCount(uint64(len(r.data)), r.fragSize))
 		p.mu.Unlock()
 		lost := p.lost.Load()
-		err := p.transmitMessage(b, r)
-		taken := false
-		if err == nil && r.ackNow {
-			taken, err = p.awaitTaken(r)
-		}
-		if err == nil && !taken && p.lost.Load() != lost {
-			// The fabric found the destination gone while the message
-			// left: some of it may have been dropped. (A peer removed
-			// for another reason after the fabric took the message has
-			// it: that is success; so is a message the fabric says the
-			// destination took before it went.)
-			err = &PeerDownError{Proc: p.proc, Reason: "its port went away during the send"}
-		}
-		// Once complete, r may be reused by its owner: take what is
-		// needed of it first.
-		c := &r.rt.disp.c
-		if r.complete(err) && err == nil {
-			c.msgsSent.Add(1)
-		}
-		if r.refs.Load() == 0 {
-			r.free()
-		}
-		if err != nil {
+		if !p.settleReliable([]*Request{r}, lost, p.transmitMessage(b, r)) {
 			return
 		}
 	}
+}
+
+// settleReliable completes reqs, the messages of one transmission on the
+// reliable path in order, after it ended with err; lost is p.lost from
+// before it began. If the last one's sender waits for the destination to
+// take it (a blocking Send), it waits for that first. It reports whether
+// they succeeded.
+func (p *peer) settleReliable(reqs []*Request, lost uint32, err error) bool {
+	last := reqs[len(reqs)-1]
+	taken := false
+	if err == nil && last.ackNow {
+		taken, err = p.awaitTaken(last)
+	}
+	if err == nil && !taken && p.lost.Load() != lost {
+		// The fabric found the destination gone while the messages
+		// left: some may have been dropped. (A peer removed for another
+		// reason after the fabric took them has them: that is success;
+		// so are messages the fabric says the destination took before
+		// it went.)
+		err = &PeerDownError{Proc: p.proc, Reason: "its port went away during the send"}
+	}
+	// Once complete, a request may be reused by its owner: take what is
+	// needed of it first.
+	c := &last.rt.disp.c
+	for _, q := range reqs {
+		if q.complete(err) && err == nil {
+			c.msgsSent.Add(1)
+		}
+		if q.refs.Load() == 0 {
+			q.free()
+		}
+	}
+	return err == nil
 }
 
 // transmitMessage hands every fragment of r to its route's fabric, a
