@@ -14,9 +14,10 @@ import (
 // without the socket being registered there: the socket sits in an epoll
 // instance of the port's own, and that instance (readable whenever the
 // socket is) is what the runtime's poller watches. While a thread drives
-// the port from its own system calls (Wait) the socket is switched off in
-// the private instance, so datagrams then wake that thread and no poller
-// thread besides; Receive and Park switch it on again. Each switch is one
+// the port from its own system calls (Wait, Poll) the socket is switched
+// off in the private instance, so datagrams then wake that thread (or
+// none, when it polls) and no poller thread besides; Receive and Park
+// switch it on again. Each switch is one
 // epoll_ctl, made only when the kind of waiting changes.
 type poller struct {
 	epfd int

@@ -91,6 +91,8 @@ func newReceiver(p *Port) *receiver {
 func (p *Port) Receive(msgs [][]byte) (int, error) { return p.receive(msgs, recvBlock, 0) }
 
 // Poll is Receive that never blocks: it returns 0 when nothing waits.
+// Like Wait, it takes the socket out of the runtime's poller until the
+// next Receive or Park.
 func (p *Port) Poll(msgs [][]byte) (int, error) { return p.receive(msgs, recvPoll, 0) }
 
 // Park is Receive that also returns, with 0 datagrams and a nil error,
@@ -155,10 +157,13 @@ func (p *Port) receive(msgs [][]byte, how int, deadline int64) (int, error) {
 	}
 	defer p.fdMu.RUnlock()
 	r := p.rx
-	if how != recvPoll {
-		if err := p.pl.watch(p.fd, how != recvWait); err != nil {
-			return 0, err
-		}
+	// Only Receive and Park wait in the runtime's poller; while the port
+	// is polled or waited on in the kernel, the socket is out of it, so
+	// that no datagram wakes a poller thread for nothing (a polling
+	// ping-pong otherwise woke one per datagram, which took a CPU from
+	// the polling threads).
+	if err := p.pl.watch(p.fd, how == recvBlock || how == recvPark); err != nil {
+		return 0, err
 	}
 	for {
 		if r.next < len(r.segs) {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pcor-go/pcor/fabric"
 )
 
@@ -263,5 +265,33 @@ func TestWaitLeavesPoller(t *testing.T) {
 	p.SetReceiveDeadline(time.Now().Add(5 * time.Second))
 	if n, err := p.Receive(msgs); n != 1 || err != nil {
 		t.Fatalf("Receive after Wait = %d, %v", n, err)
+	}
+}
+
+// A port being polled is out of the runtime's poller too: a datagram that
+// arrives then leaves the port's epoll instance quiet, so that it wakes no
+// poller thread (which would take a CPU from the polling thread). Receive
+// after Poll still sees the datagram.
+func TestPollLeavesPoller(t *testing.T) {
+	p := listen(t, "127.0.0.1:0", Config{})
+	msgs := make([][]byte, 1)
+	if n, err := p.Poll(msgs); n != 0 || err != nil {
+		t.Fatalf("Poll of an empty port = %d, %v", n, err)
+	}
+	a := listen(t, "127.0.0.1:0", Config{})
+	a.Send([]fabric.Datagram{{Body: []byte("polled"), To: endpoint(t, p)}})
+	ev := make([]unix.EpollEvent, 1)
+	deadline := time.Now().Add(10 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		if n, _ := unix.EpollWait(p.pl.epfd, ev, 1); n > 0 {
+			t.Fatal("the poller's instance became readable while the port was polled")
+		}
+	}
+	p.SetReceiveDeadline(time.Now().Add(5 * time.Second))
+	if n, err := p.Receive(msgs); n != 1 || err != nil || string(msgs[0]) != "polled" {
+		t.Fatalf("Receive after Poll = %d, %v", n, err)
+	}
+	if !p.pl.on {
+		t.Fatal("not watched after Receive")
 	}
 }
