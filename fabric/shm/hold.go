@@ -123,3 +123,32 @@ func (p *Port) Taken(to fabric.Endpoint) (bool, error) {
 	}
 	return false, nil
 }
+
+// WaitTaken sleeps until the receiver at to has taken every record this
+// port wrote into its ring (Taken would report it), or at most d: it wakes
+// the sender when it hands room back (Handled, or its next receive). It
+// returns at once when nothing waits to be taken or the receiver is known
+// gone; the caller asks Taken whether it was taken, and whether the
+// receiver lives.
+//
+// The sleep is a futex in the shared segment. Other sends to the same
+// destination wait meanwhile.
+func (p *Port) WaitTaken(to fabric.Endpoint, d time.Duration) {
+	e, ok := to.(Endpoint)
+	if !ok || d <= 0 {
+		return
+	}
+	p.outMu.Lock()
+	o := p.out[e.Name]
+	p.outMu.Unlock()
+	if o == nil {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.dead || p.closed.Load() {
+		return
+	}
+	p.st.takenWaits.Add(1)
+	o.r.waitTaken(d)
+}

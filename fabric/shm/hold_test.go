@@ -262,3 +262,39 @@ func TestTakenBeforeReceiverLeft(t *testing.T) {
 		})
 	}
 }
+
+// TestWaitTaken: a sender asleep in WaitTaken wakes when the receiver
+// hands the room of its datagrams back, long before its sleep would end;
+// with nothing left to take, WaitTaken returns at once.
+func TestWaitTaken(t *testing.T) {
+	dir := testDir(t)
+	a, b := listen(t, dir, "a", Config{}), listen(t, dir, "b", Config{})
+	to := b.LocalEndpoint()
+	a.WaitTaken(to, time.Hour) // nothing sent: no sleep
+	if _, err := a.Send([]fabric.Datagram{{Body: []byte("x"), To: to}}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for a.Stats().TakenWaits == 0 {
+			a.WaitTaken(to, time.Hour)
+		}
+	}()
+	// Let the sender fall asleep (a receive before it does is fine too:
+	// WaitTaken then returns at once).
+	for i := 0; i < 100 && a.Stats().TakenWaits == 0; i++ {
+		time.Sleep(time.Millisecond)
+	}
+	recvN(t, b, 1)
+	b.Handled()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the sender slept on after its datagram was taken")
+	}
+	if taken, err := a.Taken(to); !taken || err != nil {
+		t.Fatalf("Taken after the wait: %v, %v", taken, err)
+	}
+	a.WaitTaken(to, time.Hour) // all taken: no sleep
+}

@@ -10,7 +10,7 @@ import (
 // lines.
 const (
 	segMagic   = 0x31686d73726f6370 // "pcorshm1", little-endian
-	segVersion = 3
+	segVersion = 4
 
 	headerSize = 4096
 
@@ -37,6 +37,7 @@ const (
 	slotRoomBell = 72  // u32: futex word the consumer bumps to wake a producer waiting for room
 	slotTail     = 128 // u64: producer position (bytes ever produced)
 	slotWantHead = 136 // u64: consumer position a sleeping producer waits for (0: none)
+	slotTakeWait = 144 // u32: producer threads asleep until the consumer takes what was written (WaitTaken)
 
 	// Records in a ring: a u32 length, 4 bytes of padding, the bytes,
 	// padding to 8. A length of wrapMark sends the reader to the ring's

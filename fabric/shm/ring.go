@@ -92,6 +92,18 @@ func (r *ring) waitRoom(n int, d time.Duration) {
 	store64(r.mem, r.base+slotWantHead, 0)
 }
 
+// waitTaken sleeps, at most d, until the consumer has taken every record
+// written so far. Only the producer calls it, holding its ring.
+func (r *ring) waitTaken(d time.Duration) {
+	bell := u32at(r.mem, r.base+slotRoomBell)
+	v := atomic.LoadUint32(bell)
+	atomic.AddUint32(u32at(r.mem, r.base+slotTakeWait), 1)
+	if load64(r.mem, r.base+slotHead) < r.pos {
+		futexWaitTimeout(bell, v, d)
+	}
+	atomic.AddUint32(u32at(r.mem, r.base+slotTakeWait), ^uint32(0))
+}
+
 // empty reports whether the producer has published nothing unread.
 func (r *ring) empty() bool { return load64(r.mem, r.base+slotTail) == r.pos }
 
@@ -137,9 +149,10 @@ func (r *ring) release() {
 	if r.published != r.pos {
 		r.published = r.pos
 		store64(r.mem, r.base+slotHead, r.pos)
-		// The producer stores the position it waits for, then looks at
-		// the head: one of the two sees the other's store.
-		if w := load64(r.mem, r.base+slotWantHead); w != 0 && r.pos >= w {
+		// The producer stores the position it waits for (or counts
+		// itself among the threads waiting for the ring to be read), then
+		// looks at the head: one of the two sees the other's store.
+		if w := load64(r.mem, r.base+slotWantHead); w != 0 && r.pos >= w || load32(r.mem, r.base+slotTakeWait) != 0 {
 			atomicAdd32(r.mem, r.base+slotRoomBell)
 			futexWakeAll(u32at(r.mem, r.base+slotRoomBell))
 		}
@@ -156,6 +169,7 @@ func (r *ring) reset() {
 	store64(r.mem, r.base+slotProbe, 0)
 	store64(r.mem, r.base+slotProbeVal, 0)
 	store64(r.mem, r.base+slotWantHead, 0)
+	store32(r.mem, r.base+slotTakeWait, 0)
 	store32(r.mem, r.base+slotCMA, cmaUnknown)
 	store32(r.mem, r.base+slotReleased, 0)
 	store32(r.mem, r.base+slotOwner, 0)

@@ -7,6 +7,7 @@ type stats struct {
 	dropped        atomic.Uint64 // to a receiver that closed, died or never was
 	full           atomic.Uint64 // sends that found the ring full
 	roomWaits      atomic.Uint64 // sleeps of senders waiting for room
+	takenWaits     atomic.Uint64 // sleeps of senders waiting for their records to be taken
 	wakes          atomic.Uint64 // doorbell rings issued
 	sleeps         atomic.Uint64 // times Receive slept
 	corrupt        atomic.Uint64 // rings found broken
@@ -26,6 +27,9 @@ type Stats struct {
 	// Full counts sends that waited for room in a ring; RoomWaits counts
 	// their sleeps until the receiver made room.
 	Full, RoomWaits uint64
+	// TakenWaits counts sleeps of senders waiting for the receiver to
+	// take what they wrote (WaitTaken).
+	TakenWaits uint64
 	// Wakes counts doorbell rings sent; Sleeps counts receiver sleeps.
 	Wakes, Sleeps uint64
 	// Corrupt counts rings whose records could not be delimited.
@@ -46,7 +50,8 @@ func (p *Port) Stats() Stats {
 	s := &p.st
 	return Stats{
 		Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), Full: s.full.Load(), RoomWaits: s.roomWaits.Load(),
-		Wakes: s.wakes.Load(), Sleeps: s.sleeps.Load(), Corrupt: s.corrupt.Load(), Reclaimed: s.reclaimed.Load(),
+		TakenWaits: s.takenWaits.Load(),
+		Wakes:      s.wakes.Load(), Sleeps: s.sleeps.Load(), Corrupt: s.corrupt.Load(), Reclaimed: s.reclaimed.Load(),
 		Held: s.held.Load(), CMAReads: s.cmaReads.Load(), CMABytes: s.cmaBytes.Load(), CMARefused: s.cmaRefused.Load(),
 	}
 }

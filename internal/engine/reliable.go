@@ -261,7 +261,9 @@ func (p *peer) transmitMessage(b *batch, r *Request) error {
 // on r's route, r included: a blocking Send returns once its message is
 // accepted (in the receive table or a posted receive), as on the datagram
 // path, so that a process that sends its last message and leaves is not
-// found gone before the message is received. The wait ends early, as a
+// found gone before the message is received. It polls for driveSpin, then
+// sleeps until the destination hands room back where the fabric can
+// (takenWaiter). The wait ends early, as a
 // success (the message is in the destination's memory), when r is
 // cancelled or the engine closes. taken reports whether the fabric said
 // the destination took it.
@@ -270,6 +272,7 @@ func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
 	if !ok {
 		return false, nil
 	}
+	tw, _ := f.(takenWaiter)
 	start := nanotime()
 	for i := 0; ; i++ {
 		taken, err := f.Taken(r.rt.ep)
@@ -288,12 +291,30 @@ func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
 			}
 		}
 		r.rt.disp.helpDrive()
-		if nanotime()-start < int64(driveSpin) {
+		switch {
+		case nanotime()-start < int64(driveSpin):
 			runtime.Gosched()
-		} else {
+		case tw != nil:
+			// Asleep, this thread does not drive the port: one nobody
+			// drives goes back to the dispatcher after progressGrace
+			// (the destination may itself wait for this process to
+			// take a message). Handing it over at once costs the next
+			// receive a wake-up of the dispatcher, which can keep both
+			// processes' waits beyond their spins.
+			tw.WaitTaken(r.rt.ep, driveSlice)
+		default:
 			time.Sleep(20 * time.Microsecond)
 		}
 	}
+}
+
+// takenWaiter is implemented by Flushers that can sleep until the
+// destination takes what was sent to it (the shared-memory port, on a
+// futex its receiver wakes when it hands room back). WaitTaken returns
+// once it may have been taken, at the latest after d; the caller asks
+// Taken.
+type takenWaiter interface {
+	WaitTaken(to fabric.Endpoint, d time.Duration)
 }
 
 // helpDrive handles what waits in the port if nobody drives it, so that
