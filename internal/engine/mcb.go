@@ -265,14 +265,34 @@ func (m *mcb) clear() {
 }
 
 // mcbPool is the fixed-capacity array of control blocks with a free list.
+//
+// Blocks are mostly taken by the thread that receives datagrams and put
+// back by the threads that receive their messages, on other CPUs. So that
+// the two do not pass one lock's cache line (and each block's) back and
+// forth for every message, a block put back goes onto a list of its own
+// (ret, under retMu), which get moves onto the free list every
+// retBatch-th take or when the free list runs out; and a block is cleared
+// when taken, by the thread about to fill it, not when put back.
 type mcbPool struct {
+	all []mcb // read by every thread (at)
+
+	_    [64]byte // what get writes on cache lines of its own
 	mu   sync.Mutex
-	all  []mcb
 	free []int32
+	gets uint32 // takes, under mu
+
+	_     [64]byte // and what put writes
+	retMu sync.Mutex
+	ret   []int32
+	_     [64]byte
 }
 
+// retBatch is how many takes go by between two moves of the blocks put
+// back onto the free list (besides when the list runs out).
+const retBatch = 32
+
 func newMCBPool(n int) *mcbPool {
-	p := &mcbPool{all: make([]mcb, n), free: make([]int32, n)}
+	p := &mcbPool{all: make([]mcb, n), free: make([]int32, n), ret: make([]int32, 0, n)}
 	for i := range p.all {
 		p.all[i].idx = int32(i)
 		p.all[i].hnext, p.all[i].tprev, p.all[i].tnext = nilMCB, nilMCB, nilMCB
@@ -281,9 +301,15 @@ func newMCBPool(n int) *mcbPool {
 	return p
 }
 
-// get takes a free block, or nil when all are in use.
+// get takes a free block, cleared, or nil when all are in use.
 func (p *mcbPool) get() *mcb {
 	p.mu.Lock()
+	if p.gets++; len(p.free) == 0 || p.gets%retBatch == 0 {
+		p.retMu.Lock()
+		p.free = append(p.free, p.ret...)
+		p.ret = p.ret[:0]
+		p.retMu.Unlock()
+	}
 	n := len(p.free)
 	if n == 0 {
 		p.mu.Unlock()
@@ -292,22 +318,41 @@ func (p *mcbPool) get() *mcb {
 	i := p.free[n-1]
 	p.free = p.free[:n-1]
 	p.mu.Unlock()
-	return &p.all[i]
+	m := &p.all[i]
+	m.clear()
+	return m
 }
 
+// put gives m back. What m holds that is large (chunks, an owning
+// receive and its buffer, a data buffer above a few KiB) is let go at
+// once; the rest is cleared when m is taken again.
 func (p *mcbPool) put(m *mcb) {
-	m.clear()
-	p.mu.Lock()
-	p.free = append(p.free, m.idx)
-	p.mu.Unlock()
+	if m.chunks != nil {
+		m.releaseChunks()
+	}
+	if m.owner != nil {
+		m.owner = nil
+	}
+	if cap(m.data) > keptData {
+		m.data, m.box = nil, nil
+	}
+	p.retMu.Lock()
+	p.ret = append(p.ret, m.idx)
+	p.retMu.Unlock()
 }
+
+// keptData is the largest data buffer a free block may still point to
+// until it is taken again.
+const keptData = 1 << 10
 
 func (p *mcbPool) at(i int32) *mcb { return &p.all[i] }
 
 func (p *mcbPool) inUse() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.all) - len(p.free)
+	p.retMu.Lock()
+	defer p.retMu.Unlock()
+	return len(p.all) - len(p.free) - len(p.ret)
 }
 
 // bufPool recycles small message buffers in power-of-two size classes.

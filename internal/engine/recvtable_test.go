@@ -105,6 +105,43 @@ func TestMCBPoolExhaustion(t *testing.T) {
 	}
 }
 
+// TestMCBPoolTakesCleared: a block put back with a message's state is
+// taken again (from the blocks put back) with none of it, and the blocks
+// put back count as free.
+func TestMCBPoolTakesCleared(t *testing.T) {
+	var bp bufPool
+	pool := newMCBPool(4)
+	var taken []*mcb
+	for range 4 {
+		m := pool.get()
+		m.key, m.msgID, m.reserved = key{srcProc: 3, tag: 9}, 77, 64
+		m.start(64, 64, 1, &bp)
+		m.place(0, make([]byte, 64))
+		m.owner = &Request{}
+		taken = append(taken, m)
+	}
+	for _, m := range taken {
+		pool.put(m)
+	}
+	if n := pool.inUse(); n != 0 {
+		t.Fatalf("%d blocks in use after all were put back", n)
+	}
+	for range 4 {
+		m := pool.get()
+		if m == nil {
+			t.Fatal("a block put back was not taken again")
+		}
+		if m.key != (key{}) || m.msgID != 0 || m.reserved != 0 || m.total != 0 || m.got != 0 || m.owner != nil ||
+			m.data != nil || m.hnext != nilMCB || m.tprev != nilMCB || m.tnext != nilMCB {
+			t.Fatalf("block %d taken with its last message's state: %+v", m.idx, *m)
+		}
+		m.start(64, 64, 1, &bp)
+		if m.hasFrag(0) {
+			t.Fatalf("block %d taken with its last message's fragment marked", m.idx)
+		}
+	}
+}
+
 func TestReassemblyBitmapAndChunks(t *testing.T) {
 	var bp bufPool
 	m := &mcb{}
