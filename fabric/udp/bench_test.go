@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pcor-go/pcor/fabric"
 )
 
@@ -112,4 +114,30 @@ func reportRate(b *testing.B) {
 	if s := b.Elapsed().Seconds(); s > 0 {
 		b.ReportMetric(float64(b.N)/s, "dgram/s")
 	}
+}
+
+// BenchmarkPollEmpty is one look at an empty port: the step of a polling
+// thread's spin, beside a non-blocking read(2) of a socket ("raw").
+func BenchmarkPollEmpty(b *testing.B) {
+	b.Run("raw", func(b *testing.B) {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer unix.Close(fd)
+		if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+			b.Fatal(err)
+		}
+		buf := make([]byte, 64)
+		for i := 0; i < b.N; i++ {
+			unix.Read(fd, buf)
+		}
+	})
+	b.Run("port", func(b *testing.B) {
+		p := listen(b, "127.0.0.1:0", Config{})
+		msgs := make([][]byte, p.BatchSize())
+		for i := 0; i < b.N; i++ {
+			p.Poll(msgs)
+		}
+	})
 }

@@ -46,6 +46,7 @@ type receiver struct {
 	segs  [][]byte
 	next  int
 	woken bool // an interrupt came in the last call
+	dirty int  // hdrs[:dirty] may hold what the kernel wrote back
 
 	timeo int64 // SO_RCVTIMEO now set on the socket, nanoseconds (0: none)
 }
@@ -59,6 +60,7 @@ func newReceiver(p *Port) *receiver {
 		names: make([]unix.RawSockaddrInet6, b),
 		buf:   make([]byte, b*RecvBufferSize),
 		segs:  make([][]byte, 0, b*maxGSOSegments),
+		dirty: b,
 	}
 	if p.gro {
 		r.cspc += groCmsgSpace
@@ -151,11 +153,19 @@ func (p *Port) receive(msgs [][]byte, how int, deadline int64) (int, error) {
 		return 0, nil
 	}
 	p.recvMu.Lock()
-	defer p.recvMu.Unlock()
 	if !p.use() {
+		p.recvMu.Unlock()
 		return 0, fabric.ErrClosed
 	}
-	defer p.fdMu.RUnlock()
+	n, err := p.receiveLocked(msgs, how, deadline)
+	p.fdMu.RUnlock()
+	p.recvMu.Unlock()
+	return n, err
+}
+
+// receiveLocked is receive with recvMu and the socket held (no defers:
+// an empty Poll is the step of a polling thread's spin).
+func (p *Port) receiveLocked(msgs [][]byte, how int, deadline int64) (int, error) {
 	r := p.rx
 	// Only Receive and Park wait in the runtime's poller; while the port
 	// is polled or waited on in the kernel, the socket is out of it, so
@@ -210,23 +220,37 @@ func (p *Port) receive(msgs [][]byte, how int, deadline int64) (int, error) {
 // datagram (MSG_WAITFORONE), bounded by the deadline through SO_RCVTIMEO.
 func (r *receiver) fill(count, how int, deadline int64) (int, error) {
 	r.segs, r.next, r.woken = r.segs[:0], 0, false
-	for i := range r.hdrs[:count] {
-		h := &r.hdrs[i].Hdr
-		h.SetControllen(r.cspc)
-		h.Flags = 0
-		h.Namelen = unix.SizeofSockaddrInet6
-	}
 	flags := unix.MSG_DONTWAIT
 	if how != recvPoll {
 		flags = unix.MSG_WAITFORONE
 	}
 	for {
+		// The kernel writes back the headers of the datagrams it
+		// returns only: reset those (all of them after an error).
+		for i := range r.hdrs[:r.dirty] {
+			h := &r.hdrs[i].Hdr
+			h.SetControllen(r.cspc)
+			h.Flags = 0
+			h.Namelen = unix.SizeofSockaddrInet6
+		}
+		r.dirty = 0
 		if how != recvPoll {
 			if err := r.setTimeout(deadline); err != nil {
 				return 0, err
 			}
 		}
-		n, e := recvmmsg(uintptr(r.p.fd), r.hdrs[:count], flags)
+		var n int
+		var e unix.Errno
+		if how == recvPoll {
+			n, e = recvmmsgNow(uintptr(r.p.fd), r.hdrs[:count])
+		} else {
+			n, e = recvmmsg(uintptr(r.p.fd), r.hdrs[:count], flags)
+		}
+		if e == 0 {
+			r.dirty = n
+		} else {
+			r.dirty = count
+		}
 		switch e {
 		case 0:
 			if n > 0 {

@@ -23,6 +23,9 @@ func (p *peer) onAck(a *wire.AckBody, d *dispatcher) {
 	b := e.getBatch()
 	p.mu.Lock()
 	fastRetrans := p.applyAckLocked(a, now, b)
+	// With nothing in flight or queued there is nothing to pump (the
+	// acknowledgement of a ping-pong's message, most often).
+	idle := p.tx.idle()
 	p.mu.Unlock()
 	if fastRetrans {
 		d.c.fastRetrans.Add(1)
@@ -34,7 +37,9 @@ func (p *peer) onAck(a *wire.AckBody, d *dispatcher) {
 		}
 	}
 	e.putBatch(b)
-	p.pump()
+	if !idle {
+		p.pump()
+	}
 }
 
 // applyAckLocked applies a to the send stream; the messages it completes

@@ -244,7 +244,7 @@ func (d *dispatcher) flush() {
 		d.wakeAll()
 		return
 	}
-	b := e.getBatch()
+	var b *batch // taken when an acknowledgement leaves (most are deferred or carried)
 	var out *dispatcher
 	now := nanotime()
 	for _, p := range d.touched {
@@ -274,6 +274,9 @@ func (d *dispatcher) flush() {
 		}
 		p.takeAckLocked(&d.ackBody)
 		p.rxmu.Unlock()
+		if b == nil {
+			b = e.getBatch()
+		}
 		if out != nil && (out != rt.disp || b.full()) {
 			e.transmit(out, b.dgs)
 			b.reset()
@@ -288,10 +291,12 @@ func (d *dispatcher) flush() {
 		b.dgs = append(b.dgs, fabric.Datagram{Head: buf, Body: body, To: rt.ep})
 		d.c.acksSent.Add(1)
 	}
-	if out != nil && len(b.dgs) > 0 {
-		e.transmit(out, b.dgs)
+	if b != nil {
+		if out != nil && len(b.dgs) > 0 {
+			e.transmit(out, b.dgs)
+		}
+		e.putBatch(b)
 	}
-	e.putBatch(b)
 	clear(d.touched)
 	d.touched = d.touched[:0]
 	d.wakeAll()
