@@ -42,6 +42,9 @@ type far struct {
 	wg     sync.WaitGroup
 	err    error
 	goFn   func(ctx context.Context, f *far, n int) error
+	// senders are the threads of a "pcor-send" job, kept from one round
+	// to the next (see crew).
+	senders *crew
 }
 
 func startFar(shared *pcor.Node, job peer.Job, loop func(context.Context, *far) error, goFn func(context.Context, *far, int) error) (*far, error) {
@@ -94,6 +97,7 @@ func (f *far) Go(ctx context.Context, n int) error {
 func (f *far) Stop() error {
 	f.cancel()
 	f.wg.Wait()
+	f.senders.close()
 	if f.own {
 		f.node.Close()
 	}
@@ -171,21 +175,20 @@ func sendStep(ctx context.Context, f *far, n int) error {
 	if N < 1 {
 		return fmt.Errorf("pb: pcor-send: %d threads", N)
 	}
-	data := f.node.Alloc(f.job.Size)
-	errs := make(chan error, N)
-	for i := range N {
-		go func() {
+	if f.senders == nil {
+		data := f.node.Alloc(f.job.Size)
+		f.senders = newCrew(N, func(i int) func(ctx context.Context, k int) error {
 			t := f.node.Thread(ContentionBase + pcor.ThreadID(N+i))
-			errs <- sendN(ctx, t, f.near(ContentionBase+pcor.ThreadID(i)), data, n, f.job.Window)
-		}()
+			dst := f.near(ContentionBase + pcor.ThreadID(i))
+			return func(ctx context.Context, k int) error {
+				return sendN(ctx, t, dst, data, k, f.job.Window)
+			}
+		})
 	}
-	var first error
-	for range N {
-		if err := <-errs; err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	f.senders.start(ctx, cancel, n)
+	return f.senders.wait()
 }
 
 // sendN sends n messages of data to dst with at most window in flight.

@@ -3,7 +3,6 @@ package pb
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/pcor-go/pcor/bench/internal/peer"
@@ -20,6 +19,12 @@ type Near struct {
 	maxSize          int
 	jobs             uint32
 	send, mark, recv []byte
+
+	// The receivers of contention rounds (see crew), for the job of
+	// process recvFar, and the size of the messages of the round.
+	recvers  *crew
+	recvFar  pcor.ProcID
+	recvSize int
 }
 
 // NewNear prepares the near side on node for messages up to maxSize bytes
@@ -67,6 +72,8 @@ func (n *Near) Connect(ctx context.Context, host peer.Host, job peer.Job) error 
 // Disconnect stops the far job and forgets its process.
 func (n *Near) Disconnect(ctx context.Context, host peer.Host) error {
 	err := host.Stop(ctx)
+	n.recvers.close()
+	n.recvers = nil
 	if n.Far.Proc != n.Node.Proc() {
 		n.Node.RemovePeer(n.Far.Proc, nil)
 	}
@@ -141,47 +148,61 @@ func (n *Near) Stream(ctx context.Context, size, window int, dur time.Duration) 
 // Contention runs one round of a "pcor-send" job of threads senders already
 // started on host: threads receivers each take perThread messages of size
 // bytes from their own sender, all at once. The time runs from the start
-// order to the last message received.
+// order to the last message received. The receiving goroutines are kept
+// from one round to the next while the job runs (see crew).
 func (n *Near) Contention(ctx context.Context, host peer.Host, threads, perThread, size int) (raw.Sample, error) {
 	if err := n.check(size); err != nil {
 		return raw.Sample{}, err
 	}
+	if threads < 1 {
+		return raw.Sample{}, fmt.Errorf("pb: contention: %d threads", threads)
+	}
+	if n.recvers.size() != threads || n.recvFar != n.Far.Proc {
+		n.recvers.close()
+		n.recvers = newCrew(threads, n.receiver(threads))
+		n.recvFar = n.Far.Proc
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make(chan error, threads+1)
-	for i := range threads {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := n.Node.Thread(ContentionBase + pcor.ThreadID(i))
-			src := pcor.Addr{Proc: n.Far.Proc, Thread: ContentionBase + pcor.ThreadID(threads+i)}
-			buf := make([]byte, size)
-			for range perThread {
-				m, err := t.RecvInto(ctx, src, TagData, buf)
-				if err == nil && len(m.Data) != size {
-					err = fmt.Errorf("pb: received %d bytes of %d", len(m.Data), size)
-				}
-				if err != nil {
-					errs <- err
-					cancel()
-					return
-				}
-			}
-		}()
-	}
+	n.recvSize = size
 	start := time.Now()
+	n.recvers.start(ctx, cancel, perThread)
 	goErr := make(chan error, 1)
 	go func() { goErr <- host.Go(ctx, perThread) }()
-	wg.Wait()
+	err := n.recvers.wait()
 	el := time.Since(start)
-	if err := <-goErr; err != nil {
-		return raw.Sample{}, err
+	if gerr := <-goErr; gerr != nil {
+		return raw.Sample{}, gerr
 	}
-	close(errs)
-	if err := <-errs; err != nil {
+	if err != nil {
 		return raw.Sample{}, err
 	}
 	total := int64(threads) * int64(perThread)
 	return raw.Sample{Bytes: total * int64(size), Messages: total, Elapsed: el}, nil
+}
+
+// receiver makes the work of receiver i of threads: k messages of
+// n.recvSize bytes from its sender.
+func (n *Near) receiver(threads int) func(i int) func(ctx context.Context, k int) error {
+	return func(i int) func(ctx context.Context, k int) error {
+		t := n.Node.Thread(ContentionBase + pcor.ThreadID(i))
+		src := pcor.Addr{Proc: n.Far.Proc, Thread: ContentionBase + pcor.ThreadID(threads+i)}
+		var buf []byte
+		return func(ctx context.Context, k int) error {
+			size := n.recvSize
+			if len(buf) != size {
+				buf = make([]byte, size)
+			}
+			for range k {
+				m, err := t.RecvInto(ctx, src, TagData, buf)
+				if err != nil {
+					return err
+				}
+				if len(m.Data) != size {
+					return fmt.Errorf("pb: received %d bytes of %d", len(m.Data), size)
+				}
+			}
+			return nil
+		}
+	}
 }
