@@ -45,8 +45,10 @@ func (t *Thread) Node() *Node { return t.node }
 // process completes as soon as it is copied into the send queue: Isend
 // returns a request already done, data may be reused at once, and the
 // copy is kept until the destination acknowledges it, retransmitted from
-// if need be. This holds while fewer than 1024 copies await their
-// acknowledgement; beyond that Isend does not copy, and its request
+// if need be. This holds while the copies awaiting their acknowledgement
+// take less than 16 MiB (each counting its size rounded up to a power of
+// two, plus 256 bytes: about 1,000 copies of EagerLimit bytes, 50,000 of
+// 64 B); beyond that Isend does not copy, and its request
 // completes once the destination accepted the message, so that a sender
 // faster than its receiver is slowed down by its Waits and its copies
 // stay bounded. How a copied message fails:

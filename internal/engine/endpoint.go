@@ -30,8 +30,8 @@ func (ep *Endpoint) Isend(dstProc ProcID, dstThread ThreadID, tag Tag, data []by
 }
 
 // IsendCopy is Isend that completes at once for a small message to
-// another process: while fewer than maxPosted posted copies await their
-// acknowledgement, data of at most EagerLimit bytes is copied and queued
+// another process: while the posted copies awaiting their acknowledgement
+// leave room (maxPostedBytes), data of at most EagerLimit bytes is copied and queued
 // (Post) and the request returned is already done, so data may be reused
 // at once. A failure known at once (the destination is down or
 // unreachable, the engine closed) completes the request with that error; a
@@ -39,7 +39,7 @@ func (ep *Endpoint) Isend(dstProc ProcID, dstThread ThreadID, tag Tag, data []by
 // Otherwise it is Isend. The request of a copied send is shared: it holds
 // no message, and Cancel does nothing to it.
 func (ep *Endpoint) IsendCopy(dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) *Request {
-	if len(data) > EagerLimit || dstProc == ep.e.cfg.Proc || ep.e.posted.Load() >= maxPosted {
+	if len(data) > EagerLimit || dstProc == ep.e.cfg.Proc || !ep.e.postRoom(len(data)) {
 		return ep.Isend(dstProc, dstThread, tag, data)
 	}
 	if err := ep.Post(dstProc, dstThread, tag, data); err != nil {
@@ -100,11 +100,12 @@ func (ep *Endpoint) Send(ctx context.Context, dstProc ProcID, dstThread ThreadID
 
 // SendBuffered is Send that returns as soon as data may be reused: a small
 // message to another process is posted (a copy is queued, see Post) while
-// fewer than maxPosted posted copies await their acknowledgement;
+// the posted copies awaiting their acknowledgement leave room
+// (maxPostedBytes);
 // otherwise it waits as Send does, so that a sender faster than its
 // receiver is slowed down and its copies stay bounded.
 func (ep *Endpoint) SendBuffered(ctx context.Context, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) error {
-	if len(data) <= EagerLimit && dstProc != ep.e.cfg.Proc && ep.e.posted.Load() < maxPosted {
+	if len(data) <= EagerLimit && dstProc != ep.e.cfg.Proc && ep.e.postRoom(len(data)) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}

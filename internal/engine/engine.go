@@ -51,6 +51,8 @@ type Engine struct {
 	batches sync.Pool
 	posts   sync.Pool    // requests of posted sends
 	posted  atomic.Int64 // posted sends not yet acknowledged or failed
+	// postedBytes is what they take (post.go)
+	postedBytes atomic.Int64
 	// deferring counts the peers with messages deferred for a bundle on
 	// the reliable path (relbundle.go).
 	deferring atomic.Int32

@@ -18,9 +18,23 @@ import "time"
 // EagerLimit is the largest message Post takes.
 const EagerLimit = 16 << 10
 
-// maxPosted bounds the posted copies awaiting acknowledgement that
-// SendBuffered lets a process have (at most 16 MiB of copies).
-const maxPosted = 1024
+// maxPostedBytes bounds the memory of the posted copies awaiting
+// acknowledgement that IsendCopy and SendBuffered let a process have: each
+// copy counts its buffer and postCost for its request. The bound is in
+// bytes rather than copies so that many threads each streaming small
+// messages (1,000 senders with 64 in flight each) still post copies rather
+// than fall back to a request allocated per message: 16 MiB holds 1,024
+// copies of EagerLimit bytes or about 50,000 of 64 B.
+const maxPostedBytes = 16 << 20
+
+// postCost is what a posted copy counts beyond its buffer: about the size
+// of its request.
+const postCost = 256
+
+// postRoom reports whether a copy of n bytes may be posted now.
+func (e *Engine) postRoom(n int) bool {
+	return e.postedBytes.Load()+int64(n)+postCost <= maxPostedBytes
+}
 
 // Post sends a copy of data from thread src to thread dstThread of process
 // dstProc with tag and returns once the copy is queued. data may be reused
@@ -34,8 +48,11 @@ func (e *Engine) Post(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag,
 	}
 	r, _ := e.posts.Get().(*Request)
 	if r == nil {
-		r = newRequest(e, sendReq)
-		r.pooled = true // for the request's whole life
+		// Nobody waits on a posted request (the caller gets its error,
+		// IsendCopy a shared request), so it has no done channel: reset
+		// and complete then touch no channel, which at many threads
+		// posting was a cache miss a message.
+		r = &Request{eng: e, kind: sendReq, pooled: true} // pooled for its whole life
 	}
 	r.reset()
 	r.refs.Store(1) // held until isend has returned: nobody frees r before
@@ -44,6 +61,7 @@ func (e *Engine) Post(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag,
 	r.data, r.box = e.bufs.get(len(data))
 	copy(r.data, data)
 	e.posted.Add(1)
+	e.postedBytes.Add(int64(cap(r.data)) + postCost)
 	e.isend(r)
 	var err error
 	if r.state.Load() == stateDone {
@@ -84,6 +102,7 @@ func (r *Request) free() {
 	}
 	e := r.eng
 	e.posted.Add(-1)
+	e.postedBytes.Add(-int64(cap(r.data)) - postCost)
 	e.bufs.put(r.data, r.box)
 	r.data, r.box = nil, nil
 	e.posts.Put(r)

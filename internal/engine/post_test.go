@@ -162,3 +162,38 @@ func TestPostThenClose(t *testing.T) {
 		}
 	}
 }
+
+// Posted copies are bounded by the memory they take, not by their number:
+// while no acknowledgement comes back, thousands of small messages (as
+// many threads each streaming a few) are still copied, and IsendCopy
+// returns a request already done; copies of the largest size stop near
+// maxPostedBytes, and IsendCopy then waits for the destination as Isend.
+func TestPostedBoundInBytes(t *testing.T) {
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	fb := faulty.Wrap(b, faulty.Faults{Seed: 1, Loss: 1}) // no acknowledgement comes back
+	e0, _ := pair(t, a, fb, Config{UnreachableTimeout: time.Minute})
+	ep := e0.Endpoint(0)
+	small := make([]byte, 64)
+	const smalls = 8000 // more than a bound of 1,024 copies would let through
+	for i := range smalls {
+		if r := ep.IsendCopy(1, 1, 1, small); !r.Copied() {
+			t.Fatalf("small message %d not copied (%d copies of %d bytes posted)", i, e0.posted.Load(), e0.postedBytes.Load())
+		}
+	}
+	big := make([]byte, EagerLimit)
+	for i := 0; ; i++ {
+		r := ep.IsendCopy(1, 1, 1, big)
+		if !r.Copied() {
+			r.Cancel()
+			break
+		}
+		if i > maxPostedBytes/EagerLimit {
+			t.Fatalf("%d copies of %d bytes posted, bound %d bytes", i+1, EagerLimit, maxPostedBytes)
+		}
+	}
+	if got := e0.postedBytes.Load(); got > maxPostedBytes || got < maxPostedBytes-EagerLimit-postCost {
+		t.Errorf("posted copies take %d bytes, want just under %d", got, maxPostedBytes)
+	}
+}

@@ -32,7 +32,7 @@ import (
 // (deferFlush, though a process with nothing else to do sees its timers
 // with the Go runtime's resolution, up to a millisecond). Deferred
 // messages are posted copies, so the memory they take stays within
-// maxPosted; a peer found lost fails them with the rest of its queue.
+// maxPostedBytes; a peer found lost fails them with the rest of its queue.
 
 // deferFlush is how long a deferred message waits for another send at
 // most before the timer sends it (see above; a variable for tests).

@@ -83,6 +83,11 @@ type Request struct {
 
 	rndv   bool   // a rendezvous announcement or done message (rndv.go)
 	rndvID uint64 // a send waiting as rendezvous id
+
+	// timer bounds a wait on done (block), kept from one wait to the
+	// next so that a thread waiting in turn with many others allocates
+	// no timer per message.
+	timer *time.Timer
 }
 
 func newRequest(e *Engine, k reqKind) *Request {
@@ -236,9 +241,15 @@ func (r *Request) chanWaitFor(ctx context.Context, d time.Duration) (err error, 
 func (r *Request) block(ctx context.Context, d time.Duration) (err error, done bool) {
 	var timeout <-chan time.Time
 	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
+		// Reset and Stop leave no stale tick in the channel (Go 1.23
+		// timers), so the timer serves the next wait as new.
+		if r.timer == nil {
+			r.timer = time.NewTimer(d)
+		} else {
+			r.timer.Reset(d)
+		}
+		defer r.timer.Stop()
+		timeout = r.timer.C
 	} else if ctx.Done() == nil {
 		<-r.done
 		r.completed()
