@@ -509,38 +509,54 @@ func (r *runner) openPcorSampler(ctx context.Context, fabric, mode string) (samp
 	return sm, nil
 }
 
-// contention measures the pcor series of many threads in one mode.
+// contention measures the pcor series of many threads in one mode. The
+// thread counts take turns within each repetition, so that a change of
+// load over the run weighs on all of them alike (their ratio to the best
+// count is the figure); each sample starts the job of its count afresh
+// and runs an untimed round first (--warmup messages over all threads, at
+// least one each), which starts the job's threads and opens the path.
 func (r *runner) contention(ctx context.Context, s *pcorSide, col *collector) error {
 	o := r.o
 	name := s.series()
 	size := o.sizes[0]
-	for _, n := range o.threads {
-		j := s.job(r, "pcor-send", size)
-		j.Threads = n
-		if err := s.near.Connect(ctx, s.host, j); err != nil {
-			return err
-		}
-		per := max(1, o.iters/n)
-		var err error
-		for rep := 0; rep < o.reps && err == nil; rep++ {
+	for rep := 0; rep < o.reps; rep++ {
+		for _, n := range o.threads {
 			r.prog.Set("contention %s %d threads (sample %d/%d)", name, n, rep+1, o.reps)
-			c, cancel := r.step(ctx)
-			var out sampled
-			out, err = metered(c, farProcess(s.host), func() (sampled, error) {
-				smp, err := s.near.Contention(c, s.host, n, per, size)
-				return sampled{xs: []float64{smp.Rate()}, ops: smp.Messages}, err
-			})
-			cancel()
+			out, err := r.contentionSample(ctx, s, n, size)
 			col.add(name, size, n, out, err)
-		}
-		if derr := s.near.Disconnect(ctx, s.host); err == nil && derr != nil {
-			return derr
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 		}
 	}
 	return nil
+}
+
+// contentionSample measures one round of n threads.
+func (r *runner) contentionSample(ctx context.Context, s *pcorSide, n, size int) (out sampled, err error) {
+	o := r.o
+	j := s.job(r, "pcor-send", size)
+	j.Threads = n
+	if err := s.near.Connect(ctx, s.host, j); err != nil {
+		return sampled{}, err
+	}
+	defer func() {
+		if derr := s.near.Disconnect(ctx, s.host); err == nil && derr != nil {
+			err = derr
+		}
+	}()
+	c, cancel := r.step(ctx)
+	defer cancel()
+	if o.warmup > 0 {
+		if _, err := s.near.Contention(c, s.host, n, max(1, o.warmup/n), size); err != nil {
+			return sampled{}, err
+		}
+	}
+	per := max(1, o.iters/n)
+	return metered(c, farProcess(s.host), func() (sampled, error) {
+		smp, err := s.near.Contention(c, s.host, n, per, size)
+		return sampled{xs: []float64{smp.Rate()}, ops: smp.Messages}, err
+	})
 }
 
 // output writes the result in the chosen format, and the plot.
