@@ -237,6 +237,33 @@ func TestCalibrate(t *testing.T) {
 	}
 }
 
+// TestCalibrateScatter: a worker whose ranges take 10, 15 and 20 ms per
+// unit in the three rounds has means that lie on a line (15 ms per unit),
+// but one range strays from it by a third: the model's spread must say so
+// (Phases reads it as the error a phase ends uneven by).
+func TestCalibrateScatter(t *testing.T) {
+	c := newCluster(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var mu sync.Mutex
+	calls := map[int]int{}
+	addrs, stop := sleepingWorkers(ctx, t, c, func(_ int, r Range) time.Duration {
+		mu.Lock()
+		k := calls[r.Len()]
+		calls[r.Len()]++
+		mu.Unlock()
+		return time.Duration(r.Len()) * time.Duration(10+5*(k%3)) * time.Millisecond
+	})
+	models, err := Calibrate(ctx, c.master, addrs, []int{2, 4, 8}, 3, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop()
+	if m := models[0]; m.Sigma < 0.15 || m.Points < 6 {
+		t.Errorf("relative spread %.3f over %d points, want about 0.3 over the 9 ranges (some may be dropped as anomalies), not 3 means (%v)", m.Sigma, m.Points, m)
+	}
+}
+
 func TestScale(t *testing.T) {
 	c := newCluster(t, 2)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
