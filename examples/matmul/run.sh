@@ -1,14 +1,16 @@
 #!/bin/sh
 # Regenerates examples/matmul/RESULTS.md, figure2.svg and models.json: the
-# master and three workers limited to 100%, 50% and 25% of a CPU. Nine
-# runs of each strategy per size: where the work is small VRP-SS and a
-# static VRP split differ by less than the spread of five runs' medians.
+# master and three workers limited to 100%, 50% and 25% of a CPU. Fifteen
+# runs of each strategy per size, the strategies taking turns: the runs of
+# one strategy at n = 384 spread from 0.7x to 2x their median (load 2-3),
+# and with nine runs the medians of one same split (a static VRP split and
+# VRP-SS in one phase) differed by 7-19% at n = 384-896.
 #
 #   examples/matmul/run.sh [sizes] [reps]
 set -eu
 cd "$(dirname "$0")/../.."
 sizes=${1:-384,512,640,768,896}
-reps=${2:-9}
+reps=${2:-15}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/pcorrun" ./cmd/pcorrun
