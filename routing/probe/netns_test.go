@@ -50,6 +50,20 @@ var (
 	fitSizes   = []int{16, 4 << 10, 16 << 10, 64 << 10}
 	benchSizes = []int{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10}
 	routeSizes = []int{16, 16 << 10, 64 << 10}
+	// The shaped link is two lines, not one: a message inside the
+	// shaper's bucket passes at the veth's speed, one of twice the bucket
+	// or more waits for all but a bucket's worth at the shaper's rate,
+	// T = a − burst/rate + m/rate (the bucket refills while the answer
+	// comes back), and in between the round trips drain the bucket and
+	// split the difference. A line through bench's sizes (1 B-16 KiB)
+	// crosses the regimes and its intercept is negative (−85 to −570
+	// µs); a line beyond the bucket alone has the intercept a −
+	// burst/rate, about −4 ms. So the shaped link's reference is bench's
+	// line per regime: its latency from the sizes a round trip carries
+	// inside the bucket (1-64 B: the bucket refills 1.25 B/µs), its
+	// per-byte cost from twice the bucket up.
+	shapedSmall = []int{1, 2, 4, 8, 16, 32, 64}
+	shapedLarge = []int{16 << 10, 32 << 10, 64 << 10}
 )
 
 func TestMain(m *testing.M) {
@@ -72,6 +86,10 @@ type linkResult struct {
 	BenchB float64 `json:"bench_b"`
 	RelA   float64 `json:"rel_a"` // its medians at fitSizes fitted as Prices fits (relative residuals)
 	RelB   float64 `json:"rel_b"`
+	// Bench's line through shapedSmall (its intercept) and through
+	// shapedLarge (its slope), on the shaped link only.
+	ShapedA float64 `json:"shaped_a"`
+	ShapedB float64 `json:"shaped_b"`
 	// RT is the median round trip (seconds) at each of routeSizes.
 	RT []float64 `json:"rt"`
 }
@@ -152,7 +170,11 @@ func measureLink(ctx context.Context, th *pcor.Thread, peer pcor.Addr, l routing
 		return ts[len(ts)/2], nil
 	}
 	oneWay := map[int]float64{}
-	for _, s := range append(slices.Clone(fitSizes), benchSizes...) {
+	sizes := append(slices.Clone(fitSizes), benchSizes...)
+	if l.Network == "z" {
+		sizes = append(sizes, shapedLarge...)
+	}
+	for _, s := range sizes {
 		if _, ok := oneWay[s]; ok {
 			continue
 		}
@@ -174,6 +196,22 @@ func measureLink(ctx context.Context, th *pcor.Thread, peer pcor.Addr, l routing
 		return res, err
 	}
 	res.BenchA, res.BenchB = bench.Coef[0], bench.Coef[1]
+	if l.Network == "z" {
+		small, err := perfmodel.Fit(perfmodel.Linear(), obsOf(shapedSmall), perfmodel.Absolute)
+		if err != nil {
+			return res, err
+		}
+		large, err := perfmodel.Fit(perfmodel.Linear(), obsOf(shapedLarge), perfmodel.Absolute)
+		if err != nil {
+			return res, err
+		}
+		res.ShapedA, res.ShapedB = small.Coef[0], large.Coef[1]
+		var b strings.Builder
+		for _, s := range append(slices.Clone(benchSizes), shapedLarge...) {
+			fmt.Fprintf(&b, " %d B %.0f µs,", s, 1e6*oneWay[s])
+		}
+		fmt.Fprintf(os.Stderr, "link z, the ping-pong's median one-way times:%s\n", strings.TrimSuffix(b.String(), ","))
+	}
 	rel, err := perfmodel.Fit(perfmodel.Linear(), obsOf(fitSizes), perfmodel.Relative)
 	if err != nil {
 		return res, err
@@ -329,6 +367,8 @@ func TestGatewayLinkPrices(t *testing.T) {
 	// than 2x apart, which the load does not explain. On the fast links
 	// the machine's load moves both figures from run to run (logged above).
 	z := links["z"]
+	t.Logf("link z against bench's line per regime: 1-64 B a = %.1f µs (probes' a %+.0f%%), 16-64 KiB b = %.3g MB/s (probes' bandwidth %+.0f%%)",
+		1e6*z.ShapedA, 100*(z.A/z.ShapedA-1), 1e-6/z.ShapedB, 100*(z.ShapedB/z.B-1))
 	t.Logf("link z: probes' per-byte cost %.3g s/B, ping-pong's %.3g s/B: %.0f%% apart", z.B, z.RelB, 100*math.Abs(z.B-z.RelB)/z.RelB)
 	if clearlyApart(z.B, z.RelB) {
 		t.Errorf("link z: probes' per-byte cost %.3g s/B, ping-pong's %.3g s/B: more than 2x apart", z.B, z.RelB)
