@@ -13,7 +13,9 @@ type Mode int
 const (
 	// Blocking (default) waits in the fabric; an idle node burns no CPU.
 	Blocking Mode = iota
-	// Polling spins on the fabric for the lowest latency, using a core.
+	// Polling spins on the fabric for the lowest latency, using a core
+	// while datagrams come; after 10 ms without one the dispatcher waits
+	// in the fabric as Blocking does, until the next.
 	Polling
 )
 

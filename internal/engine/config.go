@@ -8,7 +8,9 @@ type Mode int
 const (
 	// Blocking waits in the fabric: an idle port burns no CPU.
 	Blocking Mode = iota
-	// Polling spins on the fabric for the lowest latency, using a core.
+	// Polling spins on the fabric for the lowest latency, using a core
+	// while datagrams come; after pollIdle without one the dispatcher
+	// parks as Blocking does, until the next.
 	Polling
 )
 

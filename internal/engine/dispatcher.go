@@ -64,11 +64,13 @@ func (d *dispatcher) loop() {
 		}
 	}()
 	idle := 0
+	var idleSince int64 // polling: when the polls began to find nothing (0: they find datagrams)
 	for {
 		if pr.waiter != nil && pr.state.Load() != tokDispatcher {
 			if !d.reclaim(&t) {
 				return
 			}
+			idle, idleSince = 0, 0
 			continue
 		}
 		pr.drive.Lock()
@@ -79,13 +81,17 @@ func (d *dispatcher) loop() {
 		var k int
 		var err error
 		switch {
-		case d.mode == Polling:
+		case d.mode == Polling && (pr.waiter == nil || idleSince == 0 || nanotime()-idleSince < int64(pollIdle)):
 			k, err = d.fab.Poll(pr.msgs)
 			if k == 0 && err == nil {
-				d.e.flushAcks(nanotime(), false)
+				now := nanotime()
+				d.e.flushAcks(now, false)
 				pr.drive.Unlock()
 				if d.e.closed.Load() {
 					return
+				}
+				if idleSince == 0 {
+					idleSince = now
 				}
 				idle++
 				if idle%64 == 0 {
@@ -93,10 +99,23 @@ func (d *dispatcher) loop() {
 				}
 				continue
 			}
-			idle = 0
+			idle, idleSince = 0, 0
 		case pr.waiter != nil:
+			// Blocking, or polling with nothing received for pollIdle:
+			// park until a datagram comes or a thread takes the token
+			// (which interrupts a parked polling dispatcher: tryLead).
+			if d.mode == Polling {
+				pr.parked.Store(true)
+				if pr.state.Load() != tokDispatcher {
+					pr.parked.Store(false)
+					pr.drive.Unlock()
+					continue
+				}
+			}
 			d.e.flushAcks(nanotime(), true) // nobody keeps their deadline while it sleeps
 			k, err = pr.waiter.Park(pr.msgs)
+			pr.parked.Store(false)
+			idle, idleSince = 0, 0
 		default:
 			d.e.flushAcks(nanotime(), true)
 			k, err = d.fab.Receive(pr.msgs)

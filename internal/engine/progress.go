@@ -60,6 +60,14 @@ const (
 	// driveIdle is how long a driving thread waits for its message before
 	// it gives the port back to the dispatcher and waits like the others.
 	driveIdle = 20 * time.Millisecond
+	// pollIdle is how long a polling dispatcher polls a port that receives
+	// nothing before it parks in the fabric as a blocking one does, until
+	// the next datagram: an idle node sleeps in the kernel in either mode,
+	// and a dispatcher polling an unused port does not take a processor
+	// from the threads of the process (messages between threads of one
+	// process never touch the port). A thread that waits for a message
+	// through the port drives it itself, polling, meanwhile.
+	pollIdle = 10 * time.Millisecond
 )
 
 // progress is the token of one port and what its holders share.
@@ -69,6 +77,7 @@ type progress struct {
 	released atomic.Int64 // nanotime at which the port was last left unattended
 	waiters  atomic.Int32 // threads waiting on their request for this port
 	sleeping atomic.Bool  // the driving thread sleeps in the fabric
+	parked   atomic.Bool  // a polling dispatcher parks in the fabric (pollIdle)
 	nudge    chan struct{}
 
 	// drive is held by whoever receives and handles datagrams: the
@@ -238,7 +247,7 @@ func (d *dispatcher) tryLead() bool {
 			if pr.state.CompareAndSwap(tokDispatcher, tokThread) {
 				pr.leads.Add(1)
 				pr.steals.Add(1)
-				if d.mode == Blocking {
+				if d.mode == Blocking || pr.parked.Load() {
 					pr.waiter.Interrupt() // the dispatcher leaves the fabric
 				}
 				return true

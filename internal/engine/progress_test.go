@@ -446,3 +446,62 @@ func pingPong(t *testing.T, ctx context.Context, e *Engine, n int) {
 		}
 	}
 }
+
+// waitParked waits until e's polling dispatcher parks (pollIdle without a
+// datagram).
+func waitParked(t *testing.T, e *Engine) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !e.ports[0].prog.parked.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the polling dispatcher of an idle port never parked")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// A polling dispatcher whose port receives nothing for pollIdle parks in
+// the fabric; a message then still reaches a process where no thread
+// waits (the dispatcher wakes to receive it), and a thread that waits for
+// a message takes the token from the parked dispatcher at once, which
+// leaves the fabric, so that the thread receives its message itself.
+func TestPollingDispatcherParksWhenIdle(t *testing.T) {
+	es := udpEngines(t, 2, Polling)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	waitParked(t, es[1])
+	// Nobody waits on engine 1: its dispatcher receives.
+	if err := send(t, es[0], 0, 1, 0, 1, []byte("to a parked dispatcher")).Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := recv(es[1], 0, 0, 0, 1); r.Wait(ctx) != nil || string(r.Data()) != "to a parked dispatcher" {
+		t.Fatalf("received %q, %v", r.Data(), r.Err())
+	}
+	if st := es[1].Stats()[0]; st.DispatcherBatches == 0 {
+		t.Fatalf("no batch received by the dispatcher (stats %+v)", st)
+	}
+	// A waiting thread takes the port from the parked dispatcher.
+	waitParked(t, es[1])
+	before := es[1].Stats()[0]
+	r := recv(es[1], 0, 0, 0, 2)
+	waited := make(chan error, 1)
+	go func() { waited <- r.Wait(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for r.driver.Load() == nil { // the thread holds drive: the dispatcher left the fabric
+		if time.Now().After(deadline) {
+			t.Fatal("the waiting thread never drove the port")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	if err := send(t, es[0], 0, 1, 0, 2, []byte("to the thread")).Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-waited; err != nil || string(r.Data()) != "to the thread" {
+		t.Fatalf("received %q, %v", r.Data(), err)
+	}
+	after := es[1].Stats()[0]
+	if after.ThreadBatches == before.ThreadBatches {
+		t.Fatalf("the message did not reach the waiting thread itself: thread batches %d -> %d, dispatcher batches %d -> %d",
+			before.ThreadBatches, after.ThreadBatches, before.DispatcherBatches, after.DispatcherBatches)
+	}
+}
