@@ -158,4 +158,5 @@ func (d *dispatcher) onBundle(p *peer, h *wire.Header, body []byte) {
 	}
 	d.deliverLocked()
 	p.rxmu.Unlock()
+	d.returnCredit()
 }

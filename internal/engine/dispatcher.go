@@ -42,6 +42,7 @@ type dispatcher struct {
 	delivered []*mcb
 	busy      []busyReply
 	refuse    []busyReply // fragments of messages larger than MaxMessage
+	credit    int64       // receive budget taken ahead (dispatcher.reserve)
 	ackBody   wire.AckBody
 }
 

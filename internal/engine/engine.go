@@ -342,7 +342,7 @@ func (e *Engine) release(n int64) {
 func (e *Engine) freeMCB(m *mcb) {
 	n := m.reserved
 	if m.data != nil && m.total <= chunkSize {
-		e.bufs.put(m.data, m.box)
+		m.keep(&e.bufs)
 	}
 	e.pool.put(m)
 	e.release(n)

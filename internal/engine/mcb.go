@@ -51,6 +51,13 @@ type mcb struct {
 	chunks []*[chunkSize]byte // storage of a large message, filled as it arrives
 	data   []byte             // contiguous storage: small, owned or handed over
 	box    *[]byte            // the pool's box of a small data buffer
+	// spare is the storage of the block's last small message, kept for
+	// its next (Engine.freeMCB): the pool's buffers are per CPU, and
+	// buffers taken by the thread that receives datagrams and given back
+	// by the threads that receive the messages, on other CPUs, went
+	// through the pool's slow path each time.
+	spare    []byte
+	spareBox *[]byte
 
 	// owner is the posted receive that took this message when its first
 	// fragment arrived; the fragments are then placed straight into the
@@ -94,6 +101,9 @@ func (m *mcb) start(total uint64, fragSize uint32, nfrag uint32, pool *bufPool) 
 	}
 	if m.data != nil {
 		// Storage supplied by the receive that owns the message.
+	} else if total <= uint64(cap(m.spare)) && total > 0 {
+		m.data, m.box = m.spare[:total], m.spareBox
+		m.spare, m.spareBox = nil, nil
 	} else if total <= chunkSize {
 		m.data, m.box = pool.get(int(total))
 	} else {
@@ -342,8 +352,22 @@ func (p *mcbPool) put(m *mcb) {
 }
 
 // keptData is the largest data buffer a free block may still point to
-// until it is taken again.
+// until it is taken again, and the largest it keeps as its spare.
 const keptData = 1 << 10
+
+// keep makes m's data buffer, its own storage, its spare, or gives it back
+// to pool.
+func (m *mcb) keep(pool *bufPool) {
+	if cap(m.data) > keptData || cap(m.data) <= cap(m.spare) {
+		pool.put(m.data, m.box)
+	} else {
+		if m.spare != nil {
+			pool.put(m.spare, m.spareBox)
+		}
+		m.spare, m.spareBox = m.data[:cap(m.data)], m.box
+	}
+	m.data, m.box = nil, nil
+}
 
 func (p *mcbPool) at(i int32) *mcb { return &p.all[i] }
 

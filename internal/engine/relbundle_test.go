@@ -134,3 +134,50 @@ func TestReliableDeferredSent(t *testing.T) {
 	e0.Close()
 	check("close", n)
 }
+
+// TestReliableBudgetTakenAhead: the receive budget a receiver takes ahead
+// for the small messages of a datagram goes back once the datagram is
+// handled: with every message waiting unreceived, the budget used is what
+// they hold, no more, and it is all back once they are received; a budget
+// that fits the messages exactly takes them all without holding any.
+func TestReliableBudgetTakenAhead(t *testing.T) {
+	const n, size = 300, 40
+	for _, tc := range []struct {
+		name   string
+		budget int64
+	}{{"ahead", 4 * n * size}, {"exact", n * size}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e0, e1, _, _ := shmPair(t, Config{RecvBudget: tc.budget, Rendezvous: -1})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			for i := 0; i < n; i++ {
+				if err := e0.Post(0, 1, 0, Tag(i), pattern(size, uint64(i))); err != nil {
+					t.Fatalf("post %d: %v", i, err)
+				}
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for time.Now().Before(deadline) {
+				if r := e1.Stats()[0]; r.MessagesRecv == n && e1.BudgetUsed() == n*size || r.Holds != 0 {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if r := e1.Stats()[0]; r.MessagesRecv != n || r.Holds != 0 || r.DroppedTotal != 0 {
+				t.Fatalf("%d of %d messages in, %d holds, %d dropped, with room for every one", r.MessagesRecv, n, r.Holds, r.DroppedTotal)
+			}
+			if u := e1.BudgetUsed(); u != n*size {
+				t.Fatalf("with %d messages of %d B waiting, %d B of the budget used", n, size, u)
+			}
+			for i := 0; i < n; i++ {
+				r := e1.newRecv(0, 0, 0, Tag(i), nil)
+				e1.post(r)
+				if err := r.Wait(ctx); err != nil {
+					t.Fatalf("message %d: %v", i, err)
+				}
+			}
+			if u := e1.BudgetUsed(); u != 0 {
+				t.Fatalf("%d B of the budget used after every message was received", u)
+			}
+		})
+	}
+}

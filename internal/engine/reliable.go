@@ -367,13 +367,15 @@ func (d *dispatcher) onReliableData(p *peer, h *wire.Header, body []byte) {
 	}
 	if h.Flags&wire.FlagBundle != 0 {
 		d.onReliableBundle(p, h, body)
+		d.returnCredit()
 		return
 	}
 	p.rxmu.Lock()
-	defer p.rxmu.Unlock()
 	d.reliableLocked(p, h, body)
 	d.deliverLocked()
 	p.rx.heldBack = d.held
+	p.rxmu.Unlock()
+	d.returnCredit()
 }
 
 // reliableLocked accepts one fragment of the reliable path. p.rxmu is
@@ -388,7 +390,13 @@ func (d *dispatcher) reliableLocked(p *peer, h *wire.Header, body []byte) {
 		d.c.drops[DropTooLarge].Add(1)
 	case m == nil:
 		nb, nr := len(d.busy), len(d.refuse)
-		if m = d.startMessageLocked(p, h); m != nil {
+		if m = d.newMessageLocked(p, h); m != nil && m.nfrag == 1 && (m.data != nil || m.owner != nil) {
+			// A message of one fragment, with its storage: complete at
+			// once, never in progress (roomLocked has nothing to take).
+			m.place(h.FragIndex, body)
+			d.delivered = rx.complete(h.MsgID, m, d.delivered)
+		} else if m != nil {
+			d.trackLocked(p, m)
 			d.placeReliableLocked(p, m, h, body)
 		} else if len(d.busy) > nb {
 			// No room yet: wait in the fabric rather than refuse.

@@ -15,6 +15,44 @@ func (d *dispatcher) onData(p *peer, h *wire.Header, body []byte) {
 	d.acceptLocked(p, h, body)
 	d.deliverLocked()
 	p.rxmu.Unlock()
+	d.returnCredit()
+}
+
+// creditChunk is how much receive budget the holder of a port's token
+// takes at a time for the small messages of one datagram (a bundle holds
+// up to wire.MaxBundled).
+const creditChunk = 16 << 10
+
+// reserve takes n bytes of the receive budget as Engine.reserve does, for
+// a message the datagram being handled starts, from budget taken ahead
+// for the datagram's messages: the budget's counter is written by this
+// thread and by the threads that receive the messages and give their
+// budget back, and a compare-and-swap on it for every message passed its
+// cache line between their CPUs each time. What is left goes back when
+// the datagram has been handled (returnCredit). Only the holder of the
+// progress token calls it.
+func (d *dispatcher) reserve(n int64) bool {
+	if d.credit < n {
+		take := max(n-d.credit, creditChunk)
+		if !d.e.reserve(take) {
+			take = n - d.credit
+			if !d.e.reserve(take) {
+				return false
+			}
+		}
+		d.credit += take
+	}
+	d.credit -= n
+	return true
+}
+
+// returnCredit gives back the budget reserve took ahead and did not use.
+func (d *dispatcher) returnCredit() {
+	if d.credit > 0 {
+		n := d.credit
+		d.credit = 0
+		d.e.release(n)
+	}
 }
 
 // acceptLocked enters datagram h into p's receive stream, or counts why it
@@ -120,6 +158,23 @@ func (d *dispatcher) fragmentLocked(p *peer, h *wire.Header, body []byte) {
 // Without them it queues a BUSY reply and returns nil; a message over the
 // size limit or with impossible geometry is dropped. p.rxmu is held.
 func (d *dispatcher) startMessageLocked(p *peer, h *wire.Header) *mcb {
+	m := d.newMessageLocked(p, h)
+	if m != nil {
+		d.trackLocked(p, m)
+	}
+	return m
+}
+
+// trackLocked enters m, started, among p's messages in progress (until
+// its last fragment comes). p.rxmu is held.
+func (d *dispatcher) trackLocked(p *peer, m *mcb) {
+	p.rx.inprog[m.msgID] = m
+	p.armWatchLocked(d.e.cfg.UnreachableTimeout)
+}
+
+// newMessageLocked is startMessageLocked without entering the message
+// among those in progress.
+func (d *dispatcher) newMessageLocked(p *peer, h *wire.Header) *mcb {
 	e := d.e
 	if int64(h.Total) > e.cfg.MaxMessage {
 		// Refused, not marked as arrived: the sender fails the message
@@ -147,7 +202,7 @@ func (d *dispatcher) startMessageLocked(p *peer, h *wire.Header) *mcb {
 	case h.Total >= ownMin && !m.rndv && e.claimPostedLocked(p, m, false) != nil:
 	case h.Total > chunkSize:
 		// Budget is taken chunk by chunk as fragments arrive (roomLocked).
-	case e.reserve(int64(h.Total)):
+	case d.reserve(int64(h.Total)):
 		m.reserved = int64(h.Total)
 	case !m.rndv && e.claimPostedLocked(p, m, true) != nil:
 		// No budget left, but a receive is waiting for it.
@@ -157,8 +212,6 @@ func (d *dispatcher) startMessageLocked(p *peer, h *wire.Header) *mcb {
 		return nil
 	}
 	m.start(h.Total, h.FragSize, uint32(nfrag), &e.bufs)
-	p.rx.inprog[h.MsgID] = m
-	p.armWatchLocked(e.cfg.UnreachableTimeout)
 	return m
 }
 
