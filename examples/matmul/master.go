@@ -81,7 +81,13 @@ func (m *master) calibrate(ctx context.Context, n int, a, b []float64) ([]*perfm
 	if err != nil {
 		return nil, err
 	}
-	models, err := distribute.Calibrate(ctx, m.node, m.workers, []int{c, 2 * c, 4 * c}, 3, rowsInput(a, n))
+	// A range of one row as well: a phase of VRP-SS costs each worker a
+	// round trip (distribute.Phases weighs it against the unevenness it
+	// saves), and a line through c to 4c rows alone put that fixed cost
+	// far from zero or left it within its error, which Phases then counts
+	// as the cost (a few ms at n = 384-640 against a round trip of
+	// 0.1-0.5 ms), and sent VRP-SS out in one phase, a static VRP split.
+	models, err := distribute.Calibrate(ctx, m.node, m.workers, []int{1, c, 2 * c, 4 * c}, 3, rowsInput(a, n))
 	if err != nil {
 		return nil, err
 	}
