@@ -69,8 +69,11 @@ func (t *Thread) Node() *Node { return t.node }
 // about a millisecond in a process with nothing else to run).
 //
 // A program that must know each message accepted uses Ssend (or Send).
-// Messages to threads of the same process, and larger ones, are never
-// copied: their request completes once the message is accepted.
+// A small message to a thread of the same process is accepted at once
+// (copied into the receive posted for it, or kept as unexpected) while
+// the node has room for it, and its request is then done when Isend
+// returns, as for a copied message; otherwise, and for larger messages,
+// the request completes once the message is accepted.
 func (t *Thread) Isend(dst Addr, tag Tag, data []byte) *Request {
 	r := t.ep.IsendCopy(engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data)
 	if r.Copied() {

@@ -11,6 +11,9 @@ type Endpoint struct {
 	id   ThreadID
 	recv *Request // reused by Recv
 	send *Request // reused by Send once the engine lets go of it
+	// local carries IsendCopy's message to a thread of this process
+	// while it is copied (sendCopyLocal); nobody else ever sees it.
+	local *Request
 }
 
 // Endpoint returns an endpoint for thread id.
@@ -38,7 +41,17 @@ func (ep *Endpoint) Isend(dstProc ProcID, dstThread ThreadID, tag Tag, data []by
 // delivery that fails later is reported by the next send to that process.
 // Otherwise it is Isend. The request of a copied send is shared: it holds
 // no message, and Cancel does nothing to it.
+//
+// A small message to a thread of this process that can be copied at once
+// (into the receive posted for it, or as unexpected) is copied, and the
+// request returned is also the shared done one: such a send completes
+// when Isend returns in any case, and needs no request of its own.
 func (ep *Endpoint) IsendCopy(dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) *Request {
+	if dstProc == ep.e.cfg.Proc && len(data) <= EagerLimit {
+		if r := ep.sendCopyLocal(dstThread, tag, data); r != nil {
+			return r
+		}
+	}
 	if len(data) > EagerLimit || dstProc == ep.e.cfg.Proc || !ep.e.postRoom(len(data)) {
 		return ep.Isend(dstProc, dstThread, tag, data)
 	}
@@ -47,6 +60,39 @@ func (ep *Endpoint) IsendCopy(dstProc ProcID, dstThread ThreadID, tag Tag, data 
 		r.err = err
 		r.state.Store(stateDone)
 		return r
+	}
+	return copiedSend
+}
+
+// sendCopyLocal copies a message to a thread of this process if it can be
+// at once, without a request of its own, and returns the request IsendCopy
+// gives for it; nil if it cannot (no room for it, or local sends wait
+// already, which it must not pass), and the caller sends it as Isend.
+func (ep *Endpoint) sendCopyLocal(dstThread ThreadID, tag Tag, data []byte) *Request {
+	e := ep.e
+	e.flushDeferred() // as post does
+	if e.localWaiting.Load() != 0 {
+		return nil
+	}
+	r := ep.local
+	if r == nil {
+		r = &Request{eng: e, kind: sendReq} // never waited on: no done channel
+		ep.local = r
+	}
+	r.state.Store(statePending)
+	r.err = nil
+	r.setSend(ep.id, e.cfg.Proc, dstThread, tag, data)
+	ok := e.tryLocal(r)
+	err := r.err
+	r.data = nil // keep no reference to the caller's buffer
+	switch {
+	case !ok:
+		return nil
+	case err != nil:
+		f := newRequest(e, sendReq)
+		f.err = err
+		f.state.Store(stateDone)
+		return f
 	}
 	return copiedSend
 }

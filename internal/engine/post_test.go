@@ -197,3 +197,76 @@ func TestPostedBoundInBytes(t *testing.T) {
 		t.Errorf("posted copies take %d bytes, want just under %d", got, maxPostedBytes)
 	}
 }
+
+// A small IsendCopy to a thread of this process is copied at once (into
+// the posted receive or as unexpected) and returns the shared done
+// request, allocating nothing; when no control block is left it is an
+// Isend that completes once a receive takes the message, in order.
+func TestIsendCopyLocal(t *testing.T) {
+	e, err := New(Config{Proc: 3, MCBs: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	src, dst := e.Endpoint(1), e.Endpoint(2)
+	buf := make([]byte, 64)
+	// Unexpected: four control blocks, then the sends wait.
+	var waiting []*Request
+	for i := range 6 {
+		if i >= 4 {
+			buf = make([]byte, 64) // read until the send completes
+		}
+		buf[0] = byte(i)
+		r := src.IsendCopy(3, 2, 9, buf)
+		if i < 4 && !r.Copied() {
+			t.Fatalf("send %d with a control block free not copied", i)
+		}
+		if i >= 4 {
+			if r.Copied() {
+				t.Fatalf("send %d with no control block left copied", i)
+			}
+			waiting = append(waiting, r)
+		}
+	}
+	got := make([]byte, 64)
+	for i := range 6 {
+		r, err := dst.Recv(ctx, 3, 1, 9, got)
+		if err != nil || len(r.Data()) != 64 || r.Data()[0] != byte(i) {
+			t.Fatalf("receive %d: %v, %v", i, r, err)
+		}
+	}
+	for _, r := range waiting {
+		if err := r.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Into a posted receive, and no allocation per message.
+	round := func() {
+		rr := dst.Irecv(3, 1, 8, got)
+		buf[0]++
+		if r := src.IsendCopy(3, 2, 8, buf); !r.Copied() {
+			t.Fatal("send to a posted receive not copied")
+		}
+		if err := rr.Wait(ctx); err != nil || rr.Data()[0] != buf[0] {
+			t.Fatalf("%v, %v", rr.Data()[:1], err)
+		}
+	}
+	round()
+	if raceEnabled {
+		return
+	}
+	sendOnly := func() {
+		src.IsendCopy(3, 2, 7, buf)
+		if _, err := dst.Recv(ctx, 3, 1, 7, got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 100 {
+		sendOnly()
+	}
+	if a := testing.AllocsPerRun(500, sendOnly); a > 0.1 {
+		t.Errorf("%.2f allocations per local message", a)
+	}
+}
