@@ -548,7 +548,7 @@ func (r *runner) contentionSample(ctx context.Context, s *pcorSide, n, size int)
 	c, cancel := r.step(ctx)
 	defer cancel()
 	if o.warmup > 0 {
-		if _, err := s.near.Contention(c, s.host, n, max(1, o.warmup/n), size); err != nil {
+		if _, err := s.near.Contention(c, s.host, n, max(1, o.iters/n), size); err != nil {
 			return sampled{}, err
 		}
 	}
