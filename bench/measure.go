@@ -513,8 +513,10 @@ func (r *runner) openPcorSampler(ctx context.Context, fabric, mode string) (samp
 // thread counts take turns within each repetition, so that a change of
 // load over the run weighs on all of them alike (their ratio to the best
 // count is the figure); each sample starts the job of its count afresh
-// and runs an untimed round first (--warmup messages over all threads, at
-// least one each), which starts the job's threads and opens the path.
+// and, unless --warmup is 0, runs an untimed round of as many messages as
+// the timed one first, which starts the job's threads and brings the new
+// path to its steady state (a shorter one left the single thread, the
+// usual best, at about twice its CPU time a message).
 func (r *runner) contention(ctx context.Context, s *pcorSide, col *collector) error {
 	o := r.o
 	name := s.series()
