@@ -100,8 +100,10 @@ func (ep *Endpoint) sendCopyLocal(dstThread ThreadID, tag Tag, data []byte) *Req
 // copiedSend is the request IsendCopy returns for a message it copied: a
 // send done without error, whose Done channel is closed.
 var copiedSend = func() *Request {
-	r := &Request{kind: sendReq, done: make(chan struct{})}
-	close(r.done)
+	r := &Request{kind: sendReq}
+	c := make(chan struct{})
+	close(c)
+	r.done.Store(&c)
 	r.state.Store(stateDone)
 	return r
 }()

@@ -49,3 +49,42 @@ func TestRecvReuseSeesItsOwnMessage(t *testing.T) {
 		}
 	}
 }
+
+// TestArrivedMessageMakesNoChannel: a receive posted for a message that
+// has arrived completes at once, and neither it nor a wait on it makes
+// the channel a blocked waiter needs; a receive that does block gets one
+// and is woken through it.
+func TestArrivedMessageMakesNoChannel(t *testing.T) {
+	e, err := New(Config{Proc: 0, JobKey: 0xfeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rx, tx := e.Endpoint(1), e.Endpoint(2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := tx.Send(ctx, 0, 1, 7, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	r := rx.Irecv(0, 2, 7, nil)
+	if err := r.Wait(ctx); err != nil || string(r.Data()) != "x" {
+		t.Fatalf("receive: %q, %v", r.Data(), err)
+	}
+	if r.done.Load() != nil {
+		t.Fatal("a receive of a message that had arrived made a channel")
+	}
+	r = rx.Irecv(0, 2, 8, nil)
+	c := r.Done()
+	if r.done.Load() == nil {
+		t.Fatal("Done made no channel")
+	}
+	go tx.Send(ctx, 0, 1, 8, []byte("y"))
+	select {
+	case <-c:
+	case <-ctx.Done():
+		t.Fatal("the receive's channel was never signalled")
+	}
+	if err := r.Wait(ctx); err != nil || string(r.Data()) != "y" {
+		t.Fatalf("receive: %q, %v", r.Data(), err)
+	}
+}

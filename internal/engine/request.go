@@ -27,8 +27,11 @@ type Request struct {
 	eng   *Engine
 	kind  reqKind
 	state atomic.Uint32
-	done  chan struct{}
-	err   error
+	// done is the channel a waiter blocks on, made by the first that
+	// does (doneChan): most requests complete before anyone waits (a
+	// message that had arrived, a copied send) and need none.
+	done atomic.Pointer[chan struct{}]
+	err  error
 	// parked says a goroutine waits, or may wait, on done (chanWait,
 	// Done): complete signals done only then, so that a request
 	// completed before anyone waited (a send to a thread of this
@@ -91,7 +94,19 @@ type Request struct {
 }
 
 func newRequest(e *Engine, k reqKind) *Request {
-	return &Request{eng: e, kind: k, done: make(chan struct{}, 1)}
+	return &Request{eng: e, kind: k}
+}
+
+// doneChan returns r's done channel, making it the first time.
+func (r *Request) doneChan() chan struct{} {
+	if p := r.done.Load(); p != nil {
+		return *p
+	}
+	c := make(chan struct{}, 1)
+	if r.done.CompareAndSwap(nil, &c) {
+		return c
+	}
+	return *r.done.Load()
 }
 
 // reset prepares a completed request for reuse by its owner. A
@@ -99,9 +114,11 @@ func newRequest(e *Engine, k reqKind) *Request {
 // waited out first: its late state would mark the next use done.
 func (r *Request) reset() {
 	r.completed()
-	select {
-	case <-r.done:
-	default:
+	if p := r.done.Load(); p != nil {
+		select {
+		case <-*p:
+		default:
+		}
 	}
 	r.parked.Store(false)
 	r.state.Store(statePending)
@@ -149,7 +166,7 @@ func (r *Request) complete(err error) bool {
 	// sees parked and signals, or the waiter sees the request claimed
 	// or done and does not block.
 	if r.parked.Load() {
-		r.done <- struct{}{}
+		*r.done.Load() <- struct{}{} // made before parked was set
 	}
 	r.state.Store(stateDone)
 	if d := r.driver.Load(); d != nil {
@@ -164,19 +181,20 @@ func (r *Request) complete(err error) bool {
 // the port from the dispatcher. After a receive from Done, Wait and Test
 // report the outcome.
 func (r *Request) Done() <-chan struct{} {
+	c := r.doneChan() // copiedSend's is closed
 	if r == copiedSend {
-		return r.done // closed
+		return c
 	}
 	r.parked.Store(true)
 	if r.completed() {
 		// Completed before anyone waited: no signal was sent, or one
 		// was and fills the channel's one place.
 		select {
-		case r.done <- struct{}{}:
+		case c <- struct{}{}:
 		default:
 		}
 	}
-	return r.done
+	return c
 }
 
 // Test reports whether the request has completed, and its error if so.
@@ -229,6 +247,7 @@ func (r *Request) chanWaitFor(ctx context.Context, d time.Duration) (err error, 
 	if r.spin() {
 		return r.err, true
 	}
+	r.doneChan()
 	r.parked.Store(true)
 	if r.completed() {
 		return r.err, true
@@ -239,6 +258,7 @@ func (r *Request) chanWaitFor(ctx context.Context, d time.Duration) (err error, 
 // block waits on done, for at most d if d > 0, once r is parked (complete
 // signals done).
 func (r *Request) block(ctx context.Context, d time.Duration) (err error, done bool) {
+	wake := r.doneChan()
 	var timeout <-chan time.Time
 	if d > 0 {
 		// Reset and Stop leave no stale tick in the channel (Go 1.23
@@ -251,12 +271,12 @@ func (r *Request) block(ctx context.Context, d time.Duration) (err error, done b
 		defer r.timer.Stop()
 		timeout = r.timer.C
 	} else if ctx.Done() == nil {
-		<-r.done
+		<-wake
 		r.completed()
 		return r.err, true
 	}
 	select {
-	case <-r.done:
+	case <-wake:
 		// The signal comes before the state (complete): done only once
 		// both are, so that the owner's next use of r cannot be marked
 		// done by this completion.
