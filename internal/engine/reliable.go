@@ -293,7 +293,15 @@ func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
 		r.rt.disp.helpDrive()
 		switch {
 		case nanotime()-start < int64(driveSpin):
-			runtime.Gosched()
+			// As a driving thread's spin does (driveSpin): the
+			// destination may wait for this very CPU to take the
+			// message, and runtime.Gosched does not give it up.
+			if r.rt.disp.mode == Blocking {
+				osYield()
+			}
+			if i%64 == 63 {
+				runtime.Gosched()
+			}
 		case tw != nil:
 			// Asleep, this thread does not drive the port: one nobody
 			// drives goes back to the dispatcher after progressGrace
