@@ -295,7 +295,7 @@ func (l *Loader) fetch(ctx context.Context, th *pcor.Thread, proc pcor.ProcID, i
 		return nil, fmt.Errorf("daemon %d: request %s: %w", proc, id.Name(), err)
 	}
 	for {
-		if err := rr.Wait(ctx); err != nil {
+		if err := await(ctx, rr); err != nil {
 			rr.Cancel()
 			l.cancelRemote(th, proc, rid)
 			if ctx.Err() != nil {
@@ -337,4 +337,21 @@ func (l *Loader) cancelRemote(th *pcor.Thread, proc pcor.ProcID, rid uint32) {
 	ctx, cancel := context.WithTimeout(context.Background(), cancelTimeout)
 	defer cancel()
 	th.Send(ctx, pcor.Addr{Proc: proc, Thread: CancelThread}, TagCancel, request{ID: rid}.encode())
+}
+
+// await waits for r until ctx ends, on r's Done channel: outside the
+// port's progress, so that the viewer's goroutines waiting for tiles
+// leave the port to its dispatcher goroutine, which hands each reply to
+// its goroutine. Waiting with Wait, one of them drove the port, spinning
+// on it for 100 µs at a time between sleeps, on the CPUs the daemons
+// decode on; in a daemon (one processor) the driving goroutine held the
+// processor its decoding goroutine needed.
+func await(ctx context.Context, r *pcor.Request) error {
+	select {
+	case <-r.Done():
+		_, err := r.Test()
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

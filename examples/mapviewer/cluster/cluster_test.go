@@ -356,3 +356,32 @@ func TestDaemonRestartRejoins(t *testing.T) {
 	}
 	t.Logf("log:\n%s", got)
 }
+
+// driven counts what a node's ports received while a thread waiting on
+// its own request drove the port: batches of datagrams it took itself,
+// and sleeps in the fabric waiting for them.
+func driven(n *pcor.Node) (batches, sleeps uint64) {
+	for _, s := range n.Stats() {
+		batches += s.ThreadBatches
+		sleeps += s.DriverSleeps
+	}
+	return batches, sleeps
+}
+
+// TestTileWaitsLeaveThePort checks that the viewer's goroutines waiting
+// for tiles never drive its port: they wait on their requests' Done
+// channels, and the port's dispatcher goroutine receives. A driving
+// waiter spun on the port for 100 µs at a time, on the CPUs the daemons
+// decode on (the daemons wait the same way, but their node also answers
+// other blocking receives, so they are not checked here).
+func TestTileWaitsLeaveThePort(t *testing.T) {
+	set := halfPaperSet(t)
+	l := inProcess(t, set, 2)
+	b0, s0 := driven(l.node)
+	for _, i := range []int{3, 4} { // R4 and R5: 35 and 80 tiles
+		renderRegion(t, l, set, i)
+	}
+	if b, s := driven(l.node); b != b0 || s != s0 {
+		t.Errorf("a goroutine waiting for a tile drove the viewer's port: %d batches received, %d sleeps in the fabric", b-b0, s-s0)
+	}
+}

@@ -84,6 +84,13 @@ func (d *Daemon) Serve(ctx context.Context) error {
 					return
 				}
 				d.handle(ctx, th, j, q, sent)
+				// A new time slice for each tile: the runtime's monitor
+				// preempts a goroutine that runs 10 ms on one slice, by a
+				// signal, and then polls every 20 µs again for a while. A
+				// one-processor daemon with a queue of tiles decodes them
+				// back to back on one goroutine, so without this it was
+				// preempted every 10 ms and its monitor never slowed down.
+				runtime.Gosched()
 			}
 		}()
 	}
@@ -94,7 +101,7 @@ func (d *Daemon) Serve(ctx context.Context) error {
 		cwg.Wait()
 	}()
 	for {
-		m, err := rx.Recv(ctx, pcor.Any, TagRequest)
+		m, err := recv(ctx, rx, TagRequest)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -112,10 +119,24 @@ func (d *Daemon) Serve(ctx context.Context) error {
 	}
 }
 
+// recv receives a message with tag from any thread on th, waiting on
+// the request's Done channel (await): the daemon's goroutines then never
+// drive its port themselves, which on one processor kept the decoding
+// goroutine from running while they spun on the port. A receive
+// interrupted by ctx is withdrawn.
+func recv(ctx context.Context, th *pcor.Thread, tag pcor.Tag) (pcor.Message, error) {
+	r := th.Irecv(pcor.Any, tag, nil)
+	if err := await(ctx, r); err != nil {
+		r.Cancel()
+		return pcor.Message{}, err
+	}
+	return r.Message(), nil
+}
+
 // cancels receives the viewer's cancels until ctx ends.
 func (d *Daemon) cancels(ctx context.Context, th *pcor.Thread, q *queue) {
 	for {
-		m, err := th.Recv(ctx, pcor.Any, TagCancel)
+		m, err := recv(ctx, th, TagCancel)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, pcor.ErrClosed) {
 				d.logf("daemon: receive cancel: %v", err)
@@ -166,7 +187,7 @@ func (d *Daemon) handle(ctx context.Context, th *pcor.Thread, j *job, q *queue, 
 func (d *Daemon) complete(ctx context.Context, sent <-chan sentReply) {
 	for s := range sent {
 		sctx, cancel := context.WithTimeout(ctx, ReplyTimeout)
-		err := s.r.Wait(sctx)
+		err := await(sctx, s.r)
 		cancel()
 		if err == nil {
 			continue
