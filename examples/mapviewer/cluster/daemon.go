@@ -213,7 +213,7 @@ func (d *Daemon) load(id tiles.ID, scale int, pix []byte) (*image.RGBA, int, err
 		if !slices.Contains(d.Owned, k) {
 			continue
 		}
-		img, err := d.Set.LoadScaledTo(id, k, scale, pix)
+		img, err := d.Set.LoadScaledToYielding(id, k, scale, pix)
 		if err == nil {
 			return img, k, nil
 		}

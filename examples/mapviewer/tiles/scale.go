@@ -10,6 +10,7 @@ import (
 	"image/jpeg"
 	"io/fs"
 	"os"
+	"runtime"
 	"sync"
 )
 
@@ -50,6 +51,21 @@ func (s Set) LoadScaled(id ID, node, scale int) (*image.RGBA, error) {
 // tile is reduced straight from its planes, so that a tile costs the
 // decoder's own image and no RGBA copy of the whole tile.
 func (s Set) LoadScaledTo(id ID, node, scale int, pix []byte) (*image.RGBA, error) {
+	return s.loadScaledTo(id, node, scale, pix, false)
+}
+
+// LoadScaledToYielding is LoadScaledTo, which lets the goroutine's
+// processor run other goroutines between decoding the tile and scaling
+// it: a new time slice for each half. A process with one processor that
+// decodes tiles (a daemon sharing its host's CPUs with others) took
+// longer than the runtime's 10 ms slice for a whole tile when its CPU was
+// shared, and was preempted by a signal, after which the runtime's
+// monitor thread woke every 20 µs for a while.
+func (s Set) LoadScaledToYielding(id ID, node, scale int, pix []byte) (*image.RGBA, error) {
+	return s.loadScaledTo(id, node, scale, pix, true)
+}
+
+func (s Set) loadScaledTo(id ID, node, scale int, pix []byte, yield bool) (*image.RGBA, error) {
 	if !s.Contains(id) {
 		return nil, &TileError{Tile: id, Err: fmt.Errorf("%w: not in the %dx%d grid", ErrBadSet, s.Cols, s.Rows)}
 	}
@@ -71,6 +87,9 @@ func (s Set) LoadScaledTo(id ID, node, scale int, pix []byte) (*image.RGBA, erro
 	}
 	if sz := img.Bounds().Size(); sz.X != s.TileW || sz.Y != s.TileH {
 		return nil, &TileError{id, path, fmt.Errorf("%w: %dx%d pixels, want %dx%d", ErrCorrupt, sz.X, sz.Y, s.TileW, s.TileH)}
+	}
+	if yield {
+		runtime.Gosched()
 	}
 	return downscaleTo(pix, img, scale), nil
 }
