@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -73,6 +74,16 @@ type peerProc struct {
 	stdin io.WriteCloser
 	ep    string
 	done  chan error
+	gone  atomic.Int64 // when the process was reaped (UnixNano), 0 before
+}
+
+// goneSince tells how long after t the peer process was reaped, for the
+// logs of the kill tests: the time its kernel took to tear it down.
+func (pp *peerProc) goneSince(t time.Time) string {
+	if g := pp.gone.Load(); g != 0 {
+		return fmt.Sprintf("reaped %v after the kill", time.Unix(0, g).Sub(t))
+	}
+	return "not reaped yet"
 }
 
 func startPeer(t *testing.T, role string, env ...string) *peerProc {
@@ -121,7 +132,9 @@ func startPeerTB(t testing.TB, role string, env ...string) *peerProc {
 				fmt.Fprintln(os.Stderr, "peer:", line)
 			}
 		}
-		pp.done <- cmd.Wait()
+		err := cmd.Wait()
+		pp.gone.Store(time.Now().UnixNano())
+		pp.done <- err
 	}()
 	select {
 	case pp.ep = <-ready:

@@ -195,7 +195,7 @@ func TestPortPeerKilled(t *testing.T) {
 		}
 		st := p.Stats()
 		if st.PeerFailures >= 1 && st.Dropped >= 1 {
-			t.Logf("peer lost after %v: %+v (%v)", time.Since(killed), st, p.LastFailure())
+			t.Logf("peer lost after %v (%s): %+v (%v)", time.Since(killed), peer.goneSince(killed), st, p.LastFailure())
 			if !errors.Is(p.LastFailure(), ErrPeerLost) {
 				t.Fatalf("last failure %v does not match ErrPeerLost", p.LastFailure())
 			}

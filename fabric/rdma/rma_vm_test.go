@@ -198,7 +198,7 @@ func TestReadRemoteExposerKilled(t *testing.T) {
 		if !errors.Is(err, ErrPeerLost) {
 			t.Fatalf("read failed with %v, want ErrPeerLost", err)
 		}
-		t.Logf("read failed %v after the kill: %v", time.Since(killed), err)
+		t.Logf("read failed %v after the kill (%s): %v", time.Since(killed), peer.goneSince(killed), err)
 	case <-time.After(killBound):
 		t.Fatalf("read in progress not failed within %v of the kill", killBound)
 	}
@@ -246,7 +246,7 @@ func TestReadRemoteReaderKilled(t *testing.T) {
 		if e.String() != peer.ep {
 			t.Fatalf("lost %v, want %v", e, peer.ep)
 		}
-		t.Logf("reader reported lost %v after the kill", time.Since(killed))
+		t.Logf("reader reported lost %v after the kill (%s): %v", time.Since(killed), peer.goneSince(killed), p.LastFailure())
 	case <-time.After(killBound):
 		t.Fatalf("reader not reported lost within %v", killBound)
 	}
