@@ -57,7 +57,7 @@ func Calibrate(ctx context.Context, node *pcor.Node, workers []pcor.Addr, sizes 
 		if errs[i] != nil {
 			return nil, errs[i]
 		}
-		m, err := perfmodel.Fit(perfmodel.Linear(), rangeTimes(rec.Region(fmt.Sprint(i)).Samples()), perfmodel.Relative)
+		m, err := perfmodel.Fit(perfmodel.Linear(), perfmodel.Kept(rec.Region(fmt.Sprint(i)).Samples(), perfmodel.Rule{}), perfmodel.Relative)
 		if err != nil {
 			return nil, fmt.Errorf("calibrating worker %d: %w", i, err)
 		}
@@ -103,27 +103,4 @@ func Scale(ctx context.Context, node *pcor.Node, workers []pcor.Addr, c, most in
 			return c, nil
 		}
 	}
-}
-
-// rangeTimes turns a worker's calibration samples into one observation
-// per range, anomalies dropped per size by perfmodel's rule, in order of
-// size.
-func rangeTimes(samples []perfmodel.Sample) []perfmodel.Observation {
-	bySize := map[float64][]float64{}
-	for _, s := range samples {
-		bySize[s.N] = append(bySize[s.N], s.T)
-	}
-	sizes := make([]float64, 0, len(bySize))
-	for n := range bySize {
-		sizes = append(sizes, n)
-	}
-	slices.Sort(sizes)
-	var obs []perfmodel.Observation
-	for _, n := range sizes {
-		keep, _ := perfmodel.Rule{}.Split(bySize[n])
-		for _, t := range keep {
-			obs = append(obs, perfmodel.Observation{N: n, T: t, Median: t, Kept: 1})
-		}
-	}
-	return obs
 }

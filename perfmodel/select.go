@@ -97,19 +97,11 @@ func median(ts []float64) float64 {
 // Summarize groups samples by (N, P), drops the anomalies of each group by
 // rule and returns one Observation per group, ordered by P then N.
 func Summarize(samples []Sample, rule Rule) []Observation {
-	type key struct{ n, p float64 }
-	groups := map[key][]float64{}
-	for _, s := range samples {
-		if math.IsNaN(s.T) || math.IsInf(s.T, 0) {
-			continue
-		}
-		k := key{s.N, s.P}
-		groups[k] = append(groups[k], s.T)
-	}
-	out := make([]Observation, 0, len(groups))
-	for k, ts := range groups {
-		keep, drop := rule.Split(ts)
-		o := Observation{N: k.n, P: k.p, Kept: len(keep), Dropped: len(drop)}
+	gs := group(samples)
+	out := make([]Observation, 0, len(gs))
+	for _, g := range gs {
+		keep, drop := rule.Split(g.ts)
+		o := Observation{N: g.n, P: g.p, Kept: len(keep), Dropped: len(drop)}
 		o.T, o.SD = stat.MeanStdDev(keep, nil)
 		o.Median = median(keep)
 		if len(keep) < 2 {
@@ -117,11 +109,53 @@ func Summarize(samples []Sample, rule Rule) []Observation {
 		}
 		out = append(out, o)
 	}
-	slices.SortFunc(out, func(a, b Observation) int {
-		if c := cmp.Compare(a.P, b.P); c != 0 {
+	return out
+}
+
+// Kept returns one Observation per sample that rule keeps within its
+// group (N, P), its time as T and Median, ordered by P then N: for a fit
+// through every sample, whose residual spread is then how far one sample
+// strays from the model rather than how far a group's mean does.
+func Kept(samples []Sample, rule Rule) []Observation {
+	var out []Observation
+	for _, g := range group(samples) {
+		keep, _ := rule.Split(g.ts)
+		for _, t := range keep {
+			out = append(out, Observation{N: g.n, P: g.p, T: t, Median: t, Kept: 1})
+		}
+	}
+	return out
+}
+
+// sampleGroup is the finite times of the samples of one (N, P).
+type sampleGroup struct {
+	n, p float64
+	ts   []float64
+}
+
+// group gathers the finite times of samples by (N, P), ordered by P then N.
+func group(samples []Sample) []sampleGroup {
+	type key struct{ n, p float64 }
+	at := map[key]int{}
+	var gs []sampleGroup
+	for _, s := range samples {
+		if math.IsNaN(s.T) || math.IsInf(s.T, 0) {
+			continue
+		}
+		k := key{s.N, s.P}
+		i, ok := at[k]
+		if !ok {
+			i = len(gs)
+			at[k] = i
+			gs = append(gs, sampleGroup{n: s.N, p: s.P})
+		}
+		gs[i].ts = append(gs[i].ts, s.T)
+	}
+	slices.SortFunc(gs, func(a, b sampleGroup) int {
+		if c := cmp.Compare(a.p, b.p); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.N, b.N)
+		return cmp.Compare(a.n, b.n)
 	})
-	return out
+	return gs
 }

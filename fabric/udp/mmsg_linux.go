@@ -21,19 +21,17 @@ func sendmmsg(fd uintptr, hs []unix.Mmsghdr) (int, unix.Errno) {
 	return int(r), 0
 }
 
-func recvmmsg(fd uintptr, hs []unix.Mmsghdr, flags int) (int, unix.Errno) {
-	r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), uintptr(flags), 0, 0)
-	if e != 0 {
-		return 0, e
-	}
-	return int(r), 0
-}
-
-// recvmmsgNow is recvmmsg with MSG_DONTWAIT, which never blocks: a raw
-// system call, without telling the scheduler (the step of a polling
+// recvmmsg with MSG_DONTWAIT never blocks, so it is then a raw system
+// call, made without telling the scheduler (the step of a polling
 // thread's spin, where that cost as much as the call itself).
-func recvmmsgNow(fd uintptr, hs []unix.Mmsghdr) (int, unix.Errno) {
-	r, _, e := unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), unix.MSG_DONTWAIT, 0, 0)
+func recvmmsg(fd uintptr, hs []unix.Mmsghdr, flags int) (int, unix.Errno) {
+	var r uintptr
+	var e unix.Errno
+	if flags&unix.MSG_DONTWAIT != 0 {
+		r, _, e = unix.RawSyscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), uintptr(flags), 0, 0)
+	} else {
+		r, _, e = unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(len(hs)), uintptr(flags), 0, 0)
+	}
 	if e != 0 {
 		return 0, e
 	}

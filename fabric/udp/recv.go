@@ -239,13 +239,7 @@ func (r *receiver) fill(count, how int, deadline int64) (int, error) {
 				return 0, err
 			}
 		}
-		var n int
-		var e unix.Errno
-		if how == recvPoll {
-			n, e = recvmmsgNow(uintptr(r.p.fd), r.hdrs[:count])
-		} else {
-			n, e = recvmmsg(uintptr(r.p.fd), r.hdrs[:count], flags)
-		}
+		n, e := recvmmsg(uintptr(r.p.fd), r.hdrs[:count], flags)
 		if e == 0 {
 			r.dirty = n
 		} else {

@@ -56,12 +56,18 @@ func (ep *Endpoint) IsendCopy(dstProc ProcID, dstThread ThreadID, tag Tag, data 
 		return ep.Isend(dstProc, dstThread, tag, data)
 	}
 	if err := ep.Post(dstProc, dstThread, tag, data); err != nil {
-		r := newRequest(ep.e, sendReq)
-		r.err = err
-		r.state.Store(stateDone)
-		return r
+		return failedSend(ep.e, err)
 	}
 	return copiedSend
+}
+
+// failedSend is the request IsendCopy returns for a message that failed
+// at once: a send done with err.
+func failedSend(e *Engine, err error) *Request {
+	r := newRequest(e, sendReq)
+	r.err = err
+	r.state.Store(stateDone)
+	return r
 }
 
 // sendCopyLocal copies a message to a thread of this process if it can be
@@ -89,10 +95,7 @@ func (ep *Endpoint) sendCopyLocal(dstThread ThreadID, tag Tag, data []byte) *Req
 	case !ok:
 		return nil
 	case err != nil:
-		f := newRequest(e, sendReq)
-		f.err = err
-		f.state.Store(stateDone)
-		return f
+		return failedSend(e, err)
 	}
 	return copiedSend
 }

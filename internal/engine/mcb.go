@@ -340,9 +340,7 @@ func (p *mcbPool) put(m *mcb) {
 	if m.chunks != nil {
 		m.releaseChunks()
 	}
-	if m.owner != nil {
-		m.owner = nil
-	}
+	m.owner = nil
 	if cap(m.data) > keptData {
 		m.data, m.box = nil, nil
 	}
