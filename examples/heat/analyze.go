@@ -102,20 +102,22 @@ func loadRuns(dir string, fitN func(n int) bool) ([]Samples, error) {
 //     or less when the p processes and the machine's other work want more
 //     than the two CPUs), measured per process count on the fitted
 //     plates. Its CPU time is measured in two regions: the sweep's,
-//     S(x, p) = a + b·x + c·x·p for its x points, and the rest, R(x, p) =
-//     a + c·p + e·x + f·x·p: the halo exchange and the waits for the
+//     S(x) = b·x + c·x·m(16x) for its x points, a cost per point that
+//     rises once the block's 16x bytes outgrow a cache (sweepForm), and
+//     the rest, R(x, p) = a + c·p + e·x + f·x·p: the halo exchange and the waits for the
 //     neighbours, whose spins are longer the more processes share the two
 //     CPUs, and the kernel's switches of the worker off and onto a CPU,
 //     which preempt a sweep the more often the longer it runs (a profile
 //     of a worker at N = 1792, p = 4: 65% of its CPU time in the sweep,
 //     12-14% in the kernel's scheduling, 1% copying the halo rows). The
-//     x·p terms: the more processes take turns on the two CPUs, the more
-//     a point costs, in the sweep (the others evict its block from the
-//     caches) and in the switches;
+//     x·p term: the more processes take turns on the two CPUs, the more
+//     a point costs in the switches;
 //   - collect: the rest of a solve (the workers' unpacking and packing and
 //     the return of the blocks), in the same form as the scatter.
 //
-// Without the x·p terms (S = a + b·x, R = a + c·p + e·x) the model was
+// With the sweep as a line, a + b·x + c·x·p, the model was 36% low at 640
+// at p = 7 on the Intel VM (sweepForm). Without the x·p terms (S = a +
+// b·x, R = a + c·p + e·x) the model was
 // 14-24% high on every plate at p = 3 and 19-41% high on the small plates
 // at p = 7 on a quiet machine (worst 30.5% over the plates not fitted).
 // Earlier models fitted the CPU time per iteration as one region, a +
@@ -130,6 +132,7 @@ const (
 	regSweep   = "slowest-sweep-cpu" // the part of it in its sweep
 	regRest    = "slowest-rest-cpu"  // the rest: halo exchange, pcor, runtime
 	regWall    = "slowest"           // its wall time per iteration
+	regCache   = "sweep-cache-bytes" // the cache C of the sweep's model, bytes (a constant)
 )
 
 // commForm is (p−1)·a + b·B, evaluated at (B, p−1).
@@ -143,14 +146,92 @@ func commArg(n, p float64) (float64, float64) { return 8 * n * n, p - 1 }
 // workers.
 func points(n, p float64) float64 { return n * math.Ceil(n/(p-1)) }
 
-// sweepForm is the sweep's CPU time per iteration, a + b·x + c·x·p,
-// evaluated at (x, p): its cost per point grows with the processes that
-// share the two CPUs (1.0-1.1 ns at p = 3-4, 1.15-1.4 ns at p = 7, load
-// 11; 0.74 ns alone on an idle CPU), each switch to another worker
-// evicting some of the block from the caches. Fitted as a + b·x, one cost
-// per point for every p, the sweep came out 14-21% high at p = 3 and up
-// to 7% low at p = 7 on a quiet machine.
-var sweepForm = perfmodel.Form{{}, {N: 1}, {N: 1, P: 1}}
+// The sweep's CPU time per iteration follows its block's working set
+// against a cache: S(x) = b·x + c·x·m(W), W = 16·x bytes (the sweep reads
+// the block and writes its next copy, a float64 each per point), m(W) =
+// max(0, 1 − C/W) the share of a working set of W bytes that a cache of C
+// bytes cannot hold (a block that fits costs b a point; the part beyond
+// C costs c more a point). C is fitted by least squares with b and c (the
+// profile over a geometric grid: each C a linear fit of b and c, the C of
+// the least squared error kept), on the fitted plates alone.
+//
+// On the Intel Xeon VM this was measured on, the sweep's CPU per point is
+// flat at 1.43-1.57 ns from 0.7 to 5.5 MB blocks (across the 2 MiB L2 the
+// sysfs reports, so not that cache) and rises beyond, to 1.65 ns at 8.5
+// MB and 1.86-2.14 ns at 12-17 MB (the workers take turns on the two CPUs
+// and share the host's last-level cache, of which this VM gets far less
+// than the 300 MiB sysfs reports): C comes out at about 7 MB. The line
+// a + b·x + c·x·p it replaces was dragged by the large blocks to a
+// negative intercept and a negative x·p term, and predicted the small
+// blocks 17-63% low (640 at p = 5-7). On the AMD machine before it, the
+// cost per point grew with p instead (1.0-1.1 ns at p = 3-4, 1.15-1.4 ns
+// at p = 7), which this form does not follow: there C would be fitted to
+// whatever bend the blocks showed.
+var sweepForm = perfmodel.Form{{N: 1}, {P: 1}} // b·x + c·z, evaluated at (x, z = x·m(16x))
+
+// bytesPerPoint is the sweep's working set per point of its block: the
+// block and its next copy.
+const bytesPerPoint = 16
+
+// missShare is m(W) = max(0, 1 − C/W): the share of a working set of w
+// bytes that a cache of c bytes cannot hold.
+func missShare(w, c float64) float64 {
+	if !(w > c) {
+		return 0
+	}
+	return 1 - c/w
+}
+
+// sweepArg maps a block of x points (and p) to the sweep model's
+// arguments with a cache of c bytes: (x, x·m(16x)).
+func sweepArg(c float64) func(x, p float64) (float64, float64) {
+	return func(x, _ float64) (float64, float64) { return x, x * missShare(bytesPerPoint*x, c) }
+}
+
+// cacheGrid is the cache sizes the sweep's fit tries: 64 KiB to 1 GiB, 2%
+// apart.
+func cacheGrid() []float64 {
+	var cs []float64
+	for c := 64.0 * 1024; c <= 1<<30; c *= 1.02 {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// fitSweep fits S(x) = b·x + c·x·m(16x) and the cache C to the sweep's
+// observations (x, p): for every C of cacheGrid the linear fit of b and
+// c, keeping the C whose fit leaves the least squared error (absolute
+// residuals: the large blocks weigh most). A C whose column is all zeros
+// (no block outgrows it) cannot be fitted and is skipped; with none
+// fitted, an error.
+func fitSweep(obs []perfmodel.Observation) (*perfmodel.Model, float64, error) {
+	var best *perfmodel.Model
+	bestC, bestSSE := 0.0, math.Inf(1)
+	var firstErr error
+	for _, c := range cacheGrid() {
+		arg := sweepArg(c)
+		at := make([]perfmodel.Observation, len(obs))
+		for i, o := range obs {
+			at[i] = o
+			at[i].N, at[i].P = arg(o.N, o.P)
+		}
+		m, err := perfmodel.Fit(sweepForm, at, perfmodel.Absolute)
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		sse := m.RMSE * m.RMSE * float64(m.Points)
+		if sse < bestSSE {
+			best, bestC, bestSSE = m, c, sse
+		}
+	}
+	if best == nil {
+		return nil, 0, firstErr
+	}
+	return best, bestC, nil
+}
 
 // restForm is the rest of the CPU time per iteration of a worker with two
 // neighbours, a + c·p + e·x + f·x·p, evaluated at (x, p) (restArg; with
@@ -186,7 +267,8 @@ func shareName(p int) string { return fmt.Sprintf("share/p=%d", p) }
 //
 //	T(N) = T_scatter(8N², p−1) + I·(S(x, p) + R(x, p))/s_p + T_collect(8N², p−1)
 //
-// with S + R the slowest worker's CPU time per iteration (its sweep's and
+// with S + R the slowest worker's CPU time per iteration (its sweep's, S at
+// (x, x·m(16x)) with the set's cache C, and
 // the rest) and s_p its share of a CPU.
 func program(set *perfmodel.Set, iters, p int) (*perfmodel.Program, error) {
 	sc, err := set.Get(regScatter)
@@ -201,6 +283,11 @@ func program(set *perfmodel.Set, iters, p int) (*perfmodel.Program, error) {
 	if err != nil {
 		return nil, err
 	}
+	cache, err := set.Get(regCache)
+	if err != nil {
+		return nil, err
+	}
+	sweepAt := sweepArg(cache.Coef[0])
 	rest, err := set.Get(restName(neighbours(p)))
 	if err != nil {
 		return nil, err
@@ -215,7 +302,7 @@ func program(set *perfmodel.Set, iters, p int) (*perfmodel.Program, error) {
 	}
 	return &perfmodel.Program{Parts: []perfmodel.Part{
 		{Name: regScatter, Model: sc, Arg: commArg},
-		{Name: "sweeps", Model: sweep, Arg: func(n, p float64) (float64, float64) { return points(n, p), p },
+		{Name: "sweeps", Model: sweep, Arg: func(n, p float64) (float64, float64) { return sweepAt(points(n, p), p) },
 			Count: func(float64, float64) float64 { return float64(iters) / s }},
 		{Name: "exchanges", Model: rest, Arg: restArg,
 			Count: func(float64, float64) float64 { return float64(iters) / s }},
@@ -286,10 +373,26 @@ func fitRegions(runs []Samples, fitted func(Samples) bool, b *strings.Builder) (
 			return nil, nil, err
 		}
 	}
-	// Absolute residuals: the large blocks weigh most.
-	if err := fit(regSweep, sweepForm, sweep, perfmodel.Absolute); err != nil {
-		return nil, nil, err
+	// The sweep with the cache its blocks outgrow (fitSweep), on the
+	// medians of its configurations.
+	obs := perfmodel.Summarize(sweep, sampleRule)
+	for i := range obs {
+		obs[i].T = obs[i].Median
 	}
+	m, c, err := fitSweep(obs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("region %s: %w", regSweep, err)
+	}
+	set.Put(regSweep, m)
+	set.Observations[regSweep] = obs
+	set.Put(regCache, &perfmodel.Model{Form: perfmodel.Form{{}}, Coef: []float64{c}, SE: []float64{0}, Points: m.Points})
+	kept, dropped := 0, 0
+	for _, o := range obs {
+		kept += o.Kept
+		dropped += o.Dropped
+	}
+	fmt.Fprintf(b, "    %s: S(x) = %.4g·x + %.4g·x·m(16x), m(W) = max(0, 1 − C/W), C = %.2f MB  (R² %.4f, RMSE %.3g s, worst %.1f%%, %d points); %d samples kept, %d dropped\n",
+		regSweep, m.Coef[0], m.Coef[1], c/1e6, m.R2, m.RMSE, 100*m.MaxRelErr, m.Points, kept, dropped)
 	for _, k := range slices.Sorted(maps.Keys(rest)) {
 		// With one process count among the samples (p = 3: one
 		// neighbour) the rest is a + e·x.
@@ -391,7 +494,7 @@ func analyzeRuns(in, out, fitList string) error {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped, each configuration fitted by the median of the rest; the slowest worker's CPU time per iteration in its sweep and the rest, each by its points x and p, and its share of a CPU per process count). The scatter and the collection are printed in n = B, the plate's bytes 8N², and p = the p−1 blocks; the sweep's CPU time and the rest in n = x:\n\n", fitDesc, 3.0)
+	fmt.Fprintf(&b, "Region models, fitted on the runs with %s (samples beyond %g·1.4826·MAD of their configuration's median dropped, each configuration fitted by the median of the rest; the slowest worker's CPU time per iteration in its sweep and the rest, each by its points x and p, and its share of a CPU per process count). The scatter and the collection are printed in n = B, the plate's bytes 8N², and p = the p−1 blocks; the sweep's CPU time in x and the cache C fitted with it, the rest in n = x:\n\n", fitDesc, 3.0)
 	set, ps, err := fitRegions(runs, fitted, &b)
 	if err != nil {
 		return err
@@ -453,7 +556,7 @@ func analyzeRuns(in, out, fitList string) error {
 			cell := func(pred, m float64) string { return fmt.Sprintf(" %.4g / %.4g (%+.0f%%) |", pred, m, 100*(pred-m)/m) }
 			fmt.Fprintf(&regionRows, "| %.0f | %.0f |", o.N, o.P)
 			regionRows.WriteString(cell(set.Models[regScatter].Predict(bn, bp).T, medianOf(r.Regions[regScatter], o.N, o.P, 0)))
-			sw := set.Models[regSweep].Predict(x, o.P).T
+			sw := set.Models[regSweep].Predict(sweepArg(set.Models[regCache].Coef[0])(x, o.P)).T
 			hb, hp := restArg(o.N, o.P)
 			re := set.Models[restName(neighbours(r.P))].Predict(hb, hp).T
 			c := sw + re

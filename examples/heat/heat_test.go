@@ -72,7 +72,8 @@ func TestProgramComposition(t *testing.T) {
 	set := &perfmodel.Set{}
 	set.Put(regScatter, &perfmodel.Model{Form: commForm, Coef: []float64{1e-3, 1e-9}})
 	set.Put(regCollect, &perfmodel.Model{Form: commForm, Coef: []float64{2e-3, 3e-9}})
-	set.Put(regSweep, &perfmodel.Model{Form: sweepForm, Coef: []float64{1e-4, 2e-9, 4e-11}})
+	set.Put(regSweep, &perfmodel.Model{Form: sweepForm, Coef: []float64{2e-9, 4e-10}})
+	set.Put(regCache, &perfmodel.Model{Form: perfmodel.Form{{}}, Coef: []float64{40000}})
 	set.Put(restName(1), &perfmodel.Model{Form: restForm, Coef: []float64{5e-5, 3e-5, 7e-10, 6e-11}})
 	set.Put(restName(2), &perfmodel.Model{Form: restForm, Coef: []float64{1, 1, 1, 1}}) // not p = 3's
 	set.Put(shareName(3), &perfmodel.Model{Form: perfmodel.Form{{}}, Coef: []float64{0.25}})
@@ -82,9 +83,11 @@ func TestProgramComposition(t *testing.T) {
 	}
 	n, p := 100.0, 3.0
 	x, bytes := n*50, 8*n*n
-	// The block's points enter the sweep's and the rest's CPU time, alone
-	// and times p.
-	want := (2*1e-3 + 1e-9*bytes) + 10*(1e-4+2e-9*x+4e-11*x*p+5e-5+3e-5*p+7e-10*x+6e-11*x*p)/0.25 + (2*2e-3 + 3e-9*bytes)
+	// The block's points enter the sweep's CPU time, alone and times the
+	// share of its 16x bytes beyond the cache, and the rest's, alone and
+	// times p.
+	miss := 1 - 40000/(16*x)
+	want := (2*1e-3 + 1e-9*bytes) + 10*(2e-9*x+4e-10*x*miss+5e-5+3e-5*p+7e-10*x+6e-11*x*p)/0.25 + (2*2e-3 + 3e-9*bytes)
 	if got := pg.Predict(n, p).T; math.Abs(got-want) > 1e-12 {
 		t.Fatalf("program %v, want %v", got, want)
 	}
@@ -206,10 +209,11 @@ func TestParseFit(t *testing.T) {
 
 // The region models are fitted to each configuration's median sample, as
 // predictions are judged against the median solve: with skewed samples
-// (one high in five) the sweep's coefficients come back from the medians,
-// with its per-point cost growing with p.
+// (one high in five) the sweep's coefficients and its cache come back
+// from the medians.
 func TestRegionsFitMedians(t *testing.T) {
-	sweep := func(x, p float64) float64 { return 2e-5 + 1e-9*x + 5e-11*x*p }
+	const cache = 3e6
+	sweep := func(x, _ float64) float64 { return 1e-9*x + 5e-10*x*missShare(16*x, cache) }
 	rest := func(x, p float64) float64 { return 1e-4 + 2e-5*p + 3e-10*x + 4e-11*x*p }
 	var runs []Samples
 	for _, p := range []float64{3, 4, 5} {
@@ -239,12 +243,15 @@ func TestRegionsFitMedians(t *testing.T) {
 	}{{regSweep, sweep}, {regRest, rest}} {
 		for _, p := range []float64{3, 4, 6} {
 			m := set.Models[c.name]
+			x := points(900, p)
+			at := func(x, p float64) (float64, float64) { return x, p }
 			if c.name == regRest {
 				// Apart for one neighbour (p = 3) and two.
 				m = set.Models[restName(neighbours(int(p)))]
+			} else {
+				at = sweepArg(set.Models[regCache].Coef[0])
 			}
-			x := points(900, p)
-			if got, want := m.Predict(x, p).T, c.f(x, p); math.Abs(got-want) > 1e-6*want {
+			if got, want := m.Predict(at(x, p)).T, c.f(x, p); math.Abs(got-want) > 1e-3*want {
 				t.Errorf("%s at x = %v, p = %v: %v, want the medians' %v", c.name, x, p, got, want)
 			}
 		}
@@ -258,5 +265,40 @@ func TestNeighbours(t *testing.T) {
 		if got := neighbours(p); got != want {
 			t.Errorf("neighbours(%d) = %d, want %d", p, got, want)
 		}
+	}
+}
+
+// The sweep's cost per point is flat while its block fits the cache and
+// rises with the share of the block beyond it: fitSweep finds the cache
+// (within the grid's 2%) and both costs from blocks on both sides of it,
+// and predicts the blocks between them.
+func TestSweepCache(t *testing.T) {
+	const b, c, cache = 1.5e-9, 1.2e-9, 7e6
+	truth := func(x float64) float64 { return b*x + c*x*missShare(bytesPerPoint*x, cache) }
+	var obs []perfmodel.Observation
+	for _, n := range []float64{512, 768, 1024, 1536, 1792} {
+		for _, p := range []float64{3, 4, 5, 6, 7} {
+			x := points(n, p)
+			obs = append(obs, perfmodel.Observation{N: x, P: p, T: truth(x), Kept: 1})
+		}
+	}
+	m, got, err := fitSweep(obs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(got-cache) > 0.021*cache {
+		t.Errorf("cache %.3g bytes, want %.3g", got, float64(cache))
+	}
+	if math.Abs(m.Coef[0]-b) > 0.02*b || math.Abs(m.Coef[1]-c) > 0.1*c {
+		t.Errorf("costs per point %.4g and %.4g, want %.4g and %.4g", m.Coef[0], m.Coef[1], b, c)
+	}
+	for _, x := range []float64{points(640, 7), points(896, 5), points(1280, 4)} {
+		if e, want := m.Predict(sweepArg(got)(x, 0)).T, truth(x); math.Abs(e-want) > 0.02*want {
+			t.Errorf("x = %v: %.4g, want %.4g", x, e, want)
+		}
+	}
+	// Nothing to fit: a single block size.
+	if _, _, err := fitSweep(obs[:1]); err == nil {
+		t.Error("fitted a cache to one observation")
 	}
 }
