@@ -156,3 +156,42 @@ func (p *Port) Taken(to fabric.Endpoint) (bool, error) {
 	}
 	return false, nil
 }
+
+// WaitTaken sleeps until a send completes (Taken may then report to
+// taken), or at most d: it arms the send completion queue's channel and
+// waits for its event, so a blocking pcor Send that waits for its peer's
+// transport to acknowledge its message wakes with the acknowledgement
+// rather than at the next tick of a timer. It returns at once when
+// nothing sent to to is outstanding, or the peer is known lost; the
+// caller asks Taken.
+func (p *Port) WaitTaken(to fabric.Endpoint, d time.Duration) {
+	ep, ok := to.(Endpoint)
+	if !ok || d <= 0 {
+		return
+	}
+	deadline := time.Now().Add(d)
+	p.sendMu.Lock()
+	defer p.sendMu.Unlock()
+	if p.closed.Load() {
+		return
+	}
+	c := p.sentTo[string(ep)]
+	if c == nil {
+		return
+	}
+	if p.reapSend(); c.outstanding == 0 || c.unsent > 0 || c.dead.Load() {
+		return
+	}
+	if err := p.sendCQ.Arm(); err != nil {
+		return
+	}
+	// Completions that came before the arm raise no event.
+	if p.reapSend() > 0 {
+		return
+	}
+	p.stats.takenWaits.Add(1)
+	// Sends to other peers go on meanwhile.
+	p.sendMu.Unlock()
+	p.sendCQ.Wait(deadline)
+	p.sendMu.Lock()
+}

@@ -2,6 +2,7 @@ package rdma
 
 import (
 	"encoding/binary"
+	"errors"
 	"testing"
 	"time"
 
@@ -99,4 +100,69 @@ func TestPortHold(t *testing.T) {
 		t.Fatalf("sender stats %+v", st)
 	}
 	t.Logf("receiver %+v", a.Stats())
+}
+
+// TestWaitTaken: a sender asleep in WaitTaken (with no deadline to speak
+// of) while its sends wait for a receiver that holds its datagrams back
+// is woken by their completions once the receiver resumes, and Taken
+// then reports them taken.
+func TestWaitTaken(t *testing.T) {
+	a := listenOrSkip(t, Config{RecvPerPeer: 4})
+	b := listenOrSkip(t, Config{})
+	to, _ := b.ParseEndpoint(a.LocalEndpoint().String())
+	b.WaitTaken(to, time.Hour) // nothing sent: no sleep
+	send := func(k int) {
+		t.Helper()
+		for i := 0; i < k; i++ {
+			if _, err := b.Send([]fabric.Datagram{{Head: []byte{byte(i), 1}, To: to}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send(1)
+	msgs := make([][]byte, a.BatchSize())
+	if _, err := a.Receive(msgs); err != nil {
+		t.Fatal(err)
+	}
+	a.Hold(0)
+	a.Handled()
+	// a has 4 receives posted and reposts none while it holds: the
+	// rest wait in b's transport (receiver-not-ready).
+	send(10)
+	done := make(chan error, 1)
+	go func() {
+		for k := 0; k < 10000; k++ {
+			taken, err := b.Taken(to)
+			if taken || err != nil {
+				done <- err
+				return
+			}
+			b.WaitTaken(to, time.Hour)
+		}
+		done <- errors.New("not taken after 10000 waits")
+	}()
+	for start := time.Now(); b.Stats().TakenWaits == 0; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("WaitTaken never slept while the receiver held the sender back: %+v", b.Stats())
+		}
+	}
+	a.Resume()
+	go func() {
+		for {
+			if _, err := a.Receive(msgs); err != nil {
+				return // closed
+			}
+			a.Handled()
+		}
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("WaitTaken not woken in 10 s after the receiver resumed: %+v", b.Stats())
+	}
+	b.WaitTaken(to, time.Hour) // all taken: no sleep
+	t.Logf("sender %+v", b.Stats())
 }

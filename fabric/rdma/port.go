@@ -57,10 +57,11 @@ type Stats struct {
 	PeerFailures     uint64 // peers lost (queue pairs failed)
 	Retired          uint64 // failed queue pairs destroyed
 	HandshakeFailure uint64
+	TakenWaits       uint64 // WaitTaken sleeps on the send completion channel
 }
 
 type stats struct {
-	sent, received, dropped, cmDropped, foreign, zeroCopy, yields, held, keepAlives, connects, peerFailures, retired, handshakeFailures atomic.Uint64
+	sent, received, dropped, cmDropped, foreign, zeroCopy, yields, held, keepAlives, connects, peerFailures, retired, handshakeFailures, takenWaits atomic.Uint64
 }
 
 // Port is a fabric.Port over RC queue pairs, one per peer.
@@ -246,7 +247,7 @@ func (p *Port) Stats() Stats {
 	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), CMDropped: s.cmDropped.Load(),
 		Foreign:  s.foreign.Load(),
 		ZeroCopy: s.zeroCopy.Load(), Yields: s.yields.Load(), Held: s.held.Load(), KeepAlives: s.keepAlives.Load(), Connects: s.connects.Load(), PeerFailures: s.peerFailures.Load(), Retired: s.retired.Load(),
-		HandshakeFailure: s.handshakeFailures.Load()}
+		HandshakeFailure: s.handshakeFailures.Load(), TakenWaits: s.takenWaits.Load()}
 }
 
 // SetJobKey replaces Config.JobKey: from now on the port connects only
