@@ -45,7 +45,9 @@ type Config struct {
 	// RecvBudget bounds the bytes held for messages no thread has received
 	// yet (default 256 MiB); beyond it senders are told BUSY and wait.
 	RecvBudget int64
-	// MCBs is the number of message control blocks (default 4096).
+	// MCBs is the most message control blocks, one per message arrived
+	// and not yet received (default 65536, made 4096 at a time as
+	// needed); beyond it senders are told BUSY and wait.
 	MCBs int
 	// Buckets is the size of the hashed receive table (default 4096).
 	Buckets int

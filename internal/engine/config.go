@@ -33,7 +33,10 @@ type Config struct {
 	// into its receive's buffer once the receive is posted, and waits
 	// until then.
 	RecvBudget int64
-	// MCBs is the capacity of the message control block pool (default 4096).
+	// MCBs is the most message control blocks, one per message arrived
+	// or arriving and not yet received by a thread (default 65536: 1,000
+	// threads' streams with 64 messages each in flight). They are made as
+	// needed, 4096 at a time; past the last, senders are told BUSY.
 	MCBs int
 	// Buckets is the number of receive-table buckets (default 4096, rounded
 	// up to a power of two).
@@ -67,7 +70,7 @@ type Config struct {
 const (
 	defaultMaxMessage = 1 << 30
 	defaultBudget     = 256 << 20
-	defaultMCBs       = 4096
+	defaultMCBs       = 1 << 16
 	defaultBuckets    = 4096
 	defaultUnreach    = 5 * time.Second
 	defaultWindow     = 4096

@@ -70,20 +70,29 @@ type mcb struct {
 // hasFrag reports whether fragment i has arrived.
 func (m *mcb) hasFrag(i uint32) bool {
 	b := m.bits[i/bitBlock]
-	if b == nil {
+	j := i % bitBlock
+	if int(j/64) >= len(b) {
 		return false
 	}
-	j := i % bitBlock
 	return b[j/64]&(1<<(j%64)) != 0
 }
 
 func (m *mcb) setFrag(i uint32) {
 	b := m.bits[i/bitBlock]
-	if b == nil {
-		b = make([]uint64, bitBlock/64)
+	j := i % bitBlock
+	if int(j/64) >= len(b) {
+		// A message of one block gets the words its fragments need (one
+		// for a small message, which at many threads' streams held
+		// stored means many blocks), a longer one whole blocks.
+		n := bitBlock / 64
+		if len(m.bits) == 1 {
+			n = max(int(j/64)+1, (min(int(m.nfrag), bitBlock)+63)/64)
+		}
+		nb := make([]uint64, n)
+		copy(nb, b)
+		b = nb
 		m.bits[i/bitBlock] = b
 	}
-	j := i % bitBlock
 	b[j/64] |= 1 << (j % 64)
 }
 
@@ -274,7 +283,12 @@ func (m *mcb) clear() {
 	m.hnext, m.tprev, m.tnext = nilMCB, nilMCB, nilMCB
 }
 
-// mcbPool is the fixed-capacity array of control blocks with a free list.
+// mcbPool is the array of control blocks with a free list. Blocks are
+// made as they are first needed, mcbSeg at a time, up to the pool's
+// capacity: a receiver that many threads' streams fill with messages no
+// thread has received yet (1,000 threads with 64 in flight each) holds
+// them rather than answering BUSY, while one that never does so keeps the
+// memory of mcbSeg blocks.
 //
 // Blocks are mostly taken by the thread that receives datagrams and put
 // back by the threads that receive their messages, on other CPUs. So that
@@ -284,11 +298,17 @@ func (m *mcb) clear() {
 // retBatch-th take or when the free list runs out; and a block is cleared
 // when taken, by the thread about to fill it, not when put back.
 type mcbPool struct {
-	all []mcb // read by every thread (at)
+	// segs holds the blocks, segment i those from i*mcbSeg. An entry is
+	// written once, under mu, before any of its blocks is taken; whoever
+	// is given a block's index (under the lock of the table or list that
+	// holds it) reads the entry after that write (at).
+	segs [][]mcb
+	max  int // capacity
 
 	_    [64]byte // what get writes on cache lines of its own
 	mu   sync.Mutex
 	free []int32
+	made int    // blocks made, under mu
 	gets uint32 // takes, under mu
 
 	_     [64]byte // and what put writes
@@ -297,18 +317,40 @@ type mcbPool struct {
 	_     [64]byte
 }
 
+// mcbSeg is the number of blocks made at a time (a power of two).
+const (
+	mcbSegShift = 12
+	mcbSeg      = 1 << mcbSegShift
+)
+
 // retBatch is how many takes go by between two moves of the blocks put
 // back onto the free list (besides when the list runs out).
 const retBatch = 32
 
 func newMCBPool(n int) *mcbPool {
-	p := &mcbPool{all: make([]mcb, n), free: make([]int32, n), ret: make([]int32, 0, n)}
-	for i := range p.all {
-		p.all[i].idx = int32(i)
-		p.all[i].hnext, p.all[i].tprev, p.all[i].tnext = nilMCB, nilMCB, nilMCB
-		p.free[i] = int32(n - 1 - i)
-	}
+	n = max(n, 1)
+	p := &mcbPool{segs: make([][]mcb, (n+mcbSeg-1)/mcbSeg), max: n, ret: make([]int32, 0, min(n, mcbSeg))}
+	p.grow()
 	return p
+}
+
+// grow makes the next segment of blocks, free. p.mu is held (or p is new).
+func (p *mcbPool) grow() bool {
+	if p.made >= p.max {
+		return false
+	}
+	base := p.made
+	seg := make([]mcb, min(mcbSeg, p.max-base))
+	for i := range seg {
+		seg[i].idx = int32(base + i)
+		seg[i].hnext, seg[i].tprev, seg[i].tnext = nilMCB, nilMCB, nilMCB
+	}
+	p.segs[base>>mcbSegShift] = seg
+	for i := len(seg) - 1; i >= 0; i-- {
+		p.free = append(p.free, int32(base+i)) // lowest taken first
+	}
+	p.made += len(seg)
+	return true
 }
 
 // get takes a free block, cleared, or nil when all are in use.
@@ -320,15 +362,15 @@ func (p *mcbPool) get() *mcb {
 		p.ret = p.ret[:0]
 		p.retMu.Unlock()
 	}
-	n := len(p.free)
-	if n == 0 {
+	if len(p.free) == 0 && !p.grow() {
 		p.mu.Unlock()
 		return nil
 	}
+	n := len(p.free)
 	i := p.free[n-1]
 	p.free = p.free[:n-1]
 	p.mu.Unlock()
-	m := &p.all[i]
+	m := p.at(i)
 	m.clear()
 	return m
 }
@@ -367,14 +409,14 @@ func (m *mcb) keep(pool *bufPool) {
 	m.data, m.box = nil, nil
 }
 
-func (p *mcbPool) at(i int32) *mcb { return &p.all[i] }
+func (p *mcbPool) at(i int32) *mcb { return &p.segs[i>>mcbSegShift][i&(mcbSeg-1)] }
 
 func (p *mcbPool) inUse() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.retMu.Lock()
 	defer p.retMu.Unlock()
-	return len(p.all) - len(p.free) - len(p.ret)
+	return p.made - len(p.free) - len(p.ret)
 }
 
 // bufPool recycles small message buffers in power-of-two size classes.

@@ -270,3 +270,49 @@ func TestIsendCopyLocal(t *testing.T) {
 		t.Errorf("%.2f allocations per local message", a)
 	}
 }
+
+// TestManyStreamsHeld: 1,000 threads' streams of 20 small messages each,
+// all arriving before any is received, are held (20,000 control blocks,
+// made as they are needed) rather than answered BUSY, and then received
+// whole and in order.
+func TestManyStreamsHeld(t *testing.T) {
+	const threads, per = 1000, 20
+	e0, e1 := memPair(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	msg := make([]byte, 64)
+	for i := range per {
+		for th := range threads {
+			msg[0], msg[1], msg[2] = byte(i), byte(th), byte(th>>8)
+			if err := e0.Post(ThreadID(th), 1, ThreadID(th), 9, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	arrived := func() (msgs, busy uint64) {
+		for _, s := range e1.Stats() {
+			msgs += s.MessagesRecv
+			busy += s.BusySent
+		}
+		return msgs, busy
+	}
+	for ctx.Err() == nil {
+		if msgs, busy := arrived(); busy > 0 || msgs == threads*per {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if msgs, busy := arrived(); busy > 0 || msgs != threads*per {
+		t.Fatalf("%d of %d messages arrived, %d BUSY answers", msgs, threads*per, busy)
+	}
+	buf := make([]byte, 64)
+	for th := range threads {
+		ep := e1.Endpoint(ThreadID(th))
+		for i := range per {
+			r, err := ep.Recv(ctx, 0, ThreadID(th), 9, buf)
+			if err != nil || len(r.Data()) != 64 || r.Data()[0] != byte(i) || r.Data()[1] != byte(th) || r.Data()[2] != byte(th>>8) {
+				t.Fatalf("thread %d, message %d: %v %v", th, i, r, err)
+			}
+		}
+	}
+}

@@ -277,3 +277,66 @@ func TestTxRingGrowAndFind(t *testing.T) {
 }
 
 type ackBodyForTest struct{ wire.AckBody }
+
+// TestMCBPoolGrows: blocks are made a segment at a time as they are
+// needed, up to the capacity, each at its own index, and blocks of every
+// segment go back and are taken again.
+func TestMCBPoolGrows(t *testing.T) {
+	const n = 2*mcbSeg + 100
+	pool := newMCBPool(n)
+	if pool.made != mcbSeg {
+		t.Fatalf("new pool made %d blocks, want %d", pool.made, mcbSeg)
+	}
+	seen := make(map[int32]bool, n)
+	var taken []*mcb
+	for range n {
+		m := pool.get()
+		if m == nil {
+			t.Fatalf("pool of %d empty after %d takes", n, len(taken))
+		}
+		if seen[m.idx] || pool.at(m.idx) != m {
+			t.Fatalf("block %d taken twice or not at its index", m.idx)
+		}
+		seen[m.idx] = true
+		taken = append(taken, m)
+	}
+	if pool.get() != nil || pool.made != n {
+		t.Fatalf("pool past its capacity (%d made of %d)", pool.made, n)
+	}
+	for _, m := range taken {
+		pool.put(m)
+	}
+	if k := pool.inUse(); k != 0 {
+		t.Fatalf("%d blocks in use after all were put back", k)
+	}
+	for range n {
+		if pool.get() == nil {
+			t.Fatal("a block put back was not taken again")
+		}
+	}
+}
+
+// TestMCBBitmapReused: a block that held a message of one fragment (a
+// bitmap of one word) then holds one of many fragments, and the other way
+// round, marking exactly the fragments that came; a new block's bitmap
+// for a message of one fragment is one word.
+func TestMCBBitmapReused(t *testing.T) {
+	var bp bufPool
+	pool := newMCBPool(1)
+	for k, nfrag := range []uint32{1, 300, 1, 5000, 70, 1} {
+		m := pool.get()
+		m.start(uint64(nfrag)*minFragSize, minFragSize, nfrag, &bp)
+		for i := uint32(0); i < nfrag; i += 2 {
+			m.place(i, make([]byte, minFragSize))
+		}
+		for i := uint32(0); i < nfrag; i++ {
+			if m.hasFrag(i) != (i%2 == 0) {
+				t.Fatalf("%d fragments: fragment %d marked %v", nfrag, i, m.hasFrag(i))
+			}
+		}
+		if k == 0 && len(m.bits[0]) != 1 {
+			t.Fatalf("a message of one fragment has a bitmap of %d words", len(m.bits[0]))
+		}
+		pool.put(m)
+	}
+}
