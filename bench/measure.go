@@ -453,7 +453,7 @@ func (r *runner) openPcorSampler(ctx context.Context, fabric, mode string) (samp
 	}
 	var runOne func(ctx context.Context, s *pcorSide, size int) (sampled, error)
 	run := func(ctx context.Context, s *pcorSide, size int) (sampled, error) {
-		return r.withCounters(ctx, s, size, func() (sampled, error) { return runOne(ctx, s, size) })
+		return r.withCounters(ctx, s, sizes.Format(size), func() (sampled, error) { return runOne(ctx, s, size) })
 	}
 	runOne = func(ctx context.Context, s *pcorSide, size int) (sampled, error) {
 		if o.cmd == "roundtrip" {
@@ -555,9 +555,11 @@ func (r *runner) contentionSample(ctx context.Context, s *pcorSide, n, size int)
 		}
 	}
 	per := max(1, o.iters/n)
-	return metered(c, farProcess(s.host), func() (sampled, error) {
-		smp, err := s.near.Contention(c, s.host, n, per, size)
-		return sampled{xs: []float64{smp.Rate()}, ops: smp.Messages}, err
+	return r.withCounters(c, s, fmt.Sprintf("%d threads", n), func() (sampled, error) {
+		return metered(c, farProcess(s.host), func() (sampled, error) {
+			smp, err := s.near.Contention(c, s.host, n, per, size)
+			return sampled{xs: []float64{smp.Rate()}, ops: smp.Messages}, err
+		})
 	})
 }
 
@@ -637,10 +639,12 @@ func (r *runner) idle(ctx context.Context, s *pcorSide, col *collector) error {
 	return nil
 }
 
-// withCounters runs one pcor sample and, with --progress, writes its
-// median and what the progress counters of both nodes did meanwhile (the
-// far node's are those of the near node in the same-process placement).
-func (r *runner) withCounters(ctx context.Context, s *pcorSide, size int, fn func() (sampled, error)) (sampled, error) {
+// withCounters runs one pcor sample (at point: its size, or its thread
+// count) and, with --progress, writes its median and what the counters of
+// both nodes did meanwhile, retransmissions and BUSY answers among them
+// (the far node's are those of the near node in the same-process
+// placement).
+func (r *runner) withCounters(ctx context.Context, s *pcorSide, point string, fn func() (sampled, error)) (sampled, error) {
 	if !r.o.progress {
 		return fn()
 	}
@@ -655,7 +659,7 @@ func (r *runner) withCounters(ctx context.Context, s *pcorSide, size int, fn fun
 	n0, f0 := read()
 	out, err := fn()
 	n1, f1 := read()
-	line := fmt.Sprintf("# %s %s: median %.4g %s over %d ops; near:%s", s.series(), sizes.Format(size),
+	line := fmt.Sprintf("# %s %s: median %.4g %s over %d ops; near:%s", s.series(), point,
 		median(out.xs), commands[r.o.cmd].unit, out.ops, counterDelta(n0, n1))
 	if far != nil {
 		line += "; far:" + counterDelta(f0, f1)

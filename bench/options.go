@@ -69,7 +69,7 @@ func newFlagSet(cmd string, o *options, stderr io.Writer) (*flag.FlagSet, *strin
 	fs.BoolVar(&o.csv, "csv", false, "write CSV instead of the table")
 	fs.StringVar(&o.plot, "plot", "", "also write an SVG plot of the curves to this file")
 	fs.BoolVar(&o.baselines, "baselines", true, "measure the baselines too")
-	fs.BoolVar(&o.progress, "progress", false, "write each pcor sample's median and the progress counters of both nodes (who received the datagrams: the waiting threads or the dispatchers) to stderr")
+	fs.BoolVar(&o.progress, "progress", false, "write each pcor sample's median and the counters of both nodes (who received the datagrams: the waiting threads or the dispatchers; retransmissions, BUSY answers, drops) to stderr")
 	return fs, mode, sz, th
 }
 

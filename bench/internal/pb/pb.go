@@ -106,10 +106,14 @@ func Counters(node *pcor.Node) map[string]uint64 {
 		c["msgs-sent"] += s.MessagesSent
 		c["bundles"] += s.BundlesSent
 		c["msgs-bundled"] += s.MessagesBundled
+		c["retransmits"] += s.Retransmits
+		c["busy-sent"] += s.BusySent
+		c["busy-recv"] += s.BusyRecv
+		c["dropped"] += s.DroppedTotal
 	}
 	return c
 }
 
 // CounterNames orders the keys of Counters for printing.
 var CounterNames = []string{"frags-sent", "msgs-sent", "bundles", "msgs-bundled", "frags-recv", "acks-sent", "acks-deferred", "acks-late", "thread-batches", "dispatcher-batches", "sleeps",
-	"leads", "steals", "handbacks", "givebacks", "reclaims"}
+	"leads", "steals", "handbacks", "givebacks", "reclaims", "retransmits", "busy-sent", "busy-recv", "dropped"}
