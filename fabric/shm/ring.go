@@ -12,6 +12,7 @@ type ring struct {
 	base int    // offset of the slot's header
 	data []byte // the slot's ring bytes
 	mask uint64
+	tail *uint64 // the slot's tail word
 
 	// Producer side: the position to write next (mirrors the tail).
 	// Consumer side: the position to read next, and the position already
@@ -32,6 +33,7 @@ func newRing(s *segment, i int) *ring {
 		base: base,
 		data: s.mem[base+slotHeader : base+slotHeader+s.ringSize],
 		mask: uint64(s.ringSize - 1),
+		tail: u64at(s.mem, base+slotTail),
 	}
 }
 
@@ -105,7 +107,7 @@ func (r *ring) waitTaken(d time.Duration) {
 }
 
 // empty reports whether the producer has published nothing unread.
-func (r *ring) empty() bool { return load64(r.mem, r.base+slotTail) == r.pos }
+func (r *ring) empty() bool { return atomic.LoadUint64(r.tail) == r.pos }
 
 // take stores up to len(msgs) records in msgs, aliasing the ring, and
 // the position of each in at, and returns how many. The records stay
