@@ -82,17 +82,21 @@ func (d *dispatcher) loop() {
 		var k int
 		var err error
 		switch {
-		case d.mode == Polling && (pr.waiter == nil || idleSince == 0 || nanotime()-idleSince < int64(pollIdle)):
+		case d.mode == Polling && (pr.waiter == nil || idleSince == 0 || idle%8 != 0 || nanotime()-idleSince < int64(pollIdle)):
 			k, err = d.fab.Poll(pr.msgs)
 			if k == 0 && err == nil {
-				now := nanotime()
-				d.e.flushAcks(now, false)
+				// The clock is read every few empty polls only: a
+				// read can cost more than the poll.
+				if idleSince == 0 || idle%8 == 0 {
+					now := nanotime()
+					d.e.flushAcks(now, false)
+					if idleSince == 0 {
+						idleSince = now
+					}
+				}
 				pr.drive.Unlock()
 				if d.e.closed.Load() {
 					return
-				}
-				if idleSince == 0 {
-					idleSince = now
 				}
 				idle++
 				if idle%64 == 0 {

@@ -305,11 +305,23 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 		}
 		var k int
 		var err error
-		now := nanotime()
+		// A polling driver reads the clock only for deferred
+		// acknowledgements, and then every few empty polls: it has no
+		// spin to end, and a clock read can cost more than an empty
+		// poll (a shared-memory poll is a few loads).
+		var now int64
+		if d.mode == Blocking {
+			now = nanotime()
+		}
 		if d.mode == Polling || now < spinUntil {
 			k, err = d.fab.Poll(pr.msgs)
 			if k == 0 && err == nil {
-				e.flushAcks(now, false)
+				if e.acks.due.Load() != 0 && (d.mode == Blocking || polls%8 == 0) {
+					if d.mode == Polling {
+						now = nanotime()
+					}
+					e.flushAcks(now, false)
+				}
 				if d.mode == Blocking {
 					osYield() // see driveSpin
 				}
