@@ -69,6 +69,10 @@ type Port struct {
 
 	outMu sync.Mutex // guards out
 	out   map[string]*outRing
+	// lastOut is the ring of the last destination sent to: a sender that
+	// sends to one destination after another finds it without the lock
+	// and the map.
+	lastOut atomic.Pointer[outRing]
 
 	lost atomic.Pointer[func(fabric.Endpoint)] // OnPeerLost's function
 
@@ -83,6 +87,7 @@ var _ fabric.Port = (*Port)(nil)
 // outRing is this port's slot in another port's segment.
 type outRing struct {
 	mu   sync.Mutex // guards r and the ring's producer position
+	name string     // the receiver's port name
 	seg  *segment
 	r    *ring
 	dead bool          // the receiver closed or died
@@ -192,16 +197,7 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 		if !ok {
 			return i, fmt.Errorf("shm: endpoint %v is not an shm endpoint", d.To)
 		}
-		o, err := p.outTo(e)
-		if err != nil {
-			if errors.Is(err, ErrNoPort) {
-				p.st.dropped.Add(1)
-				p.peerLost(e)
-				continue
-			}
-			return i, err
-		}
-		lost, err := p.put(o, d)
+		lost, err := p.sendOne(e, d)
 		if err != nil {
 			return i, err
 		}
@@ -212,23 +208,55 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 	return len(dgs), nil
 }
 
+// sendOne writes d into the ring of e's port. It reports lost when it
+// found the receiver gone (and dropped the datagram).
+func (p *Port) sendOne(e Endpoint, d *fabric.Datagram) (lost bool, err error) {
+	o := p.lastOut.Load()
+	if o != nil && o.name == e.Name {
+		lost, stale, err := p.put(o, d, true)
+		if !stale {
+			return lost, err
+		}
+		// The remembered ring's receiver went away: find the port that
+		// listens under the name now.
+		p.lastOut.CompareAndSwap(o, nil)
+	}
+	o, err = p.outTo(e)
+	if err != nil {
+		if errors.Is(err, ErrNoPort) {
+			p.st.dropped.Add(1)
+			return true, nil
+		}
+		return false, err
+	}
+	p.lastOut.Store(o)
+	lost, _, err = p.put(o, d, false)
+	return lost, err
+}
+
 // put writes one datagram into o, waiting while the ring is full. It
 // reports lost when it found the receiver gone (and dropped the datagram).
-func (p *Port) put(o *outRing, d *fabric.Datagram) (lost bool, err error) {
+// A ring remembered from an earlier send (cached) whose receiver was
+// already known gone is stale: nothing is written, and the caller looks
+// the destination up again.
+func (p *Port) put(o *outRing, d *fabric.Datagram, cached bool) (lost, stale bool, err error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.dead {
+		if cached {
+			return false, true, nil
+		}
 		p.st.dropped.Add(1)
-		return false, nil
+		return false, false, nil
 	}
 	for spins := 0; ; spins++ {
 		if o.r.put(d.Head, d.Body) {
 			p.st.sent.Add(1)
 			p.wake(o.seg)
-			return false, nil
+			return false, false, nil
 		}
 		if p.closed.Load() {
-			return false, fabric.ErrClosed
+			return false, false, fabric.ErrClosed
 		}
 		if spins == 0 {
 			p.st.full.Add(1)
@@ -241,7 +269,7 @@ func (p *Port) put(o *outRing, d *fabric.Datagram) (lost bool, err error) {
 		case spins%4 == 0 && !o.seg.ownerAlive():
 			o.markDeadLocked()
 			p.st.dropped.Add(1)
-			return true, nil
+			return true, false, nil
 		default:
 			// Sleep until the receiver frees room (it wakes this thread
 			// then), or a while, to look whether it lives.
@@ -300,7 +328,7 @@ func (p *Port) outTo(e Endpoint) (*outRing, error) {
 		seg.unmap()
 		return nil, fmt.Errorf("%w: %s", err, e)
 	}
-	o := &outRing{seg: seg, r: r}
+	o := &outRing{name: e.Name, seg: seg, r: r}
 	p.out[e.Name] = o
 	p.watch.watch(load32(seg.mem, offPid), load64(seg.mem, offStart), p.peerExited)
 	return o, nil

@@ -384,3 +384,38 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("send to no port: %v, want a drop", err)
 	}
 }
+
+// TestSendReachesNewReceiverUnderName checks that a sender whose receiver
+// closed reaches the port that listens under the same name next: the ring
+// a sender remembers from its last send (Port.lastOut) is looked up again
+// once its receiver is known gone, not written to (dropped) for ever.
+func TestSendReachesNewReceiverUnderName(t *testing.T) {
+	dir := testDir(t)
+	cfg := Config{RingSize: MinRingSize, MaxDatagram: 1024}
+	a, b := listen(t, dir, "a", cfg), listen(t, dir, "b", cfg)
+	to := b.LocalEndpoint()
+	if _, err := a.Send([]fabric.Datagram{{Body: []byte("x"), To: to}}); err != nil {
+		t.Fatal(err)
+	}
+	recvN(t, b, 1)
+	b.Close()
+	b2 := listen(t, dir, "b", cfg)
+	msgs := make([][]byte, b2.BatchSize())
+	body := make([]byte, 1000)
+	deadline := time.Now().Add(10 * time.Second)
+	// The old ring fills after about 64 datagrams; the sender then finds
+	// its receiver gone and marks it so.
+	for i := 0; i < 5000 && time.Now().Before(deadline); i++ {
+		if _, err := a.Send([]fabric.Datagram{{Body: body, To: to}}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := b2.Poll(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+	}
+	t.Fatalf("the port listening under the old name received nothing (dropped %d)", a.Stats().Dropped)
+}
