@@ -35,11 +35,17 @@ func bruteCost(model *Model, self, dst uint32, ms []directory.Member, size float
 				o := option{(pf + qf) / 2, max(pb, qb)}
 				if a.Proc == self {
 					if c, ok := model.Links[Link{b.Proc, p.Fabric, p.Network}]; ok {
-						if c.Latency > 0 {
-							o.fixed = float64(c.Latency)
+						lat, bw := c.Latency, c.Bandwidth
+						if lat > 0 {
+							o.fixed = float64(lat)
 						}
-						if c.Bandwidth > 0 {
-							o.perByte = 1e9 / c.Bandwidth
+						if c.Large.From > 0 && c.Large.Bandwidth > 0 && int64(size) >= c.Large.From {
+							// The large regime's line, whole.
+							lat, bw = c.Large.Latency, c.Large.Bandwidth
+							o.fixed = float64(lat)
+						}
+						if bw > 0 {
+							o.perByte = 1e9 / bw
 						}
 					}
 				}
@@ -120,7 +126,10 @@ func TestMatchesEnumeration(t *testing.T) {
 	model := DefaultModel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	sizes := []int64{0, 1, 100, 1500, 9000, 65536, 1 << 20, 1 << 26, 1 << 34}
-	multiHop, multiSize := 0, 0
+	for range 20 {
+		sizes = append(sizes, rng.Int64N(1<<25))
+	}
+	multiHop, multiSize, regimes := 0, 0, 0
 	for trial := range 150 {
 		ms := randomMembers(rng, 2+rng.IntN(5))
 		self := uint32(rng.IntN(len(ms)))
@@ -131,9 +140,18 @@ func TestMatchesEnumeration(t *testing.T) {
 			for _, p := range ms[self].Ports {
 				for _, m := range ms {
 					if m.Proc != self && rng.IntN(2) == 0 {
-						model.Links[Link{m.Proc, p.Fabric, p.Network}] = LinkCost{
+						c := LinkCost{
 							Latency:   time.Duration(1+rng.IntN(300)) * time.Microsecond,
 							Bandwidth: float64(1+rng.IntN(1000)) * 1e7}
+						if trial%4 == 3 && rng.IntN(2) == 0 {
+							// Two regimes: from a size on, a line
+							// that may start below zero.
+							c.Large = Regime{From: 1 << rng.IntN(24),
+								Latency:   time.Duration(rng.IntN(600)-300) * time.Microsecond,
+								Bandwidth: float64(1+rng.IntN(1000)) * 1e6}
+							regimes++
+						}
+						model.Links[Link{m.Proc, p.Fabric, p.Network}] = c
 					}
 				}
 			}
@@ -173,8 +191,8 @@ func TestMatchesEnumeration(t *testing.T) {
 		}
 	}
 	// The topologies must exercise gateways and size-dependent choices.
-	if multiHop < 20 || multiSize < 20 {
-		t.Fatalf("only %d multi-hop routes and %d size crossovers", multiHop, multiSize)
+	if multiHop < 20 || multiSize < 20 || regimes < 20 {
+		t.Fatalf("only %d multi-hop routes, %d size crossovers and %d links in two regimes", multiHop, multiSize, regimes)
 	}
-	t.Logf("%d multi-hop routes, %d size crossovers", multiHop, multiSize)
+	t.Logf("%d multi-hop routes, %d size crossovers, %d links in two regimes", multiHop, multiSize, regimes)
 }

@@ -26,7 +26,11 @@
 // is as fast as its slower end), so ports that agree give the link exactly
 // their figures. The links of the local process can be priced one by one
 // instead (Model.Links): from a fit of T(m) = a + b·m to measured round
-// trips (Prices), or pinned by configuration. Every gateway crossed adds
+// trips (Prices; in two regimes, one line for small messages and one for
+// large, where one line does not describe the link: LinkCost.Large), or
+// pinned by configuration. Where a local link has two regimes, Build cuts
+// the message sizes where a regime starts and finds the envelope below
+// in each range, every link a line there. Every gateway crossed adds
 // Model.Forward (10 µs by default) to the fixed cost. A gateway forwards a
 // message fragment by fragment, so a long message streams through a path
 // at the pace of its slowest link:

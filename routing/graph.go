@@ -33,9 +33,11 @@ type edge struct {
 	perByte float64 // ns per byte
 }
 
-// newGraph builds the graph. Members with a repeated process id after the
-// first are ignored; so are ports without a fabric kind or an address.
-func newGraph(m *Model, self uint32, members []directory.Member) *graph {
+// newGraph builds the graph, with each of the local process's links
+// priced by its regime for messages of size bytes (LinkCost.Large).
+// Members with a repeated process id after the first are ignored; so are
+// ports without a fabric kind or an address.
+func newGraph(m *Model, self uint32, members []directory.Member, size int64) *graph {
 	g := &graph{self: -1, forward: float64(max(m.Forward, 0))}
 	seen := make(map[uint32]bool, len(members))
 	for _, mb := range members {
@@ -106,13 +108,18 @@ func newGraph(m *Model, self uint32, members []directory.Member) *graph {
 			bf, bb := m.portCost(&g.members[b.proc].Ports[b.port])
 			fixed, perByte := (af+bf)/2, max(ab, bb)
 			if c, ok := m.Links[Link{Peer: g.procs[b.proc], Fabric: a.net.fabric, Network: a.net.network}]; ok {
-				if c.Latency > 0 {
-					fixed = float64(c.Latency)
+				lat, bw, large := c.at(size)
+				// A large regime's line is taken whole: its value at
+				// zero bytes may be negative, and only the edges leaving
+				// the root can have one, which Dijkstra's search from
+				// the root allows.
+				if lat > 0 || large {
+					fixed = float64(lat)
 				}
-				if c.Bandwidth > 0 {
+				if bw > 0 {
 					perByte = 0
-					if !math.IsInf(c.Bandwidth, 1) {
-						perByte = 1e9 / c.Bandwidth
+					if !math.IsInf(bw, 1) {
+						perByte = 1e9 / bw
 					}
 				}
 			}

@@ -7,10 +7,46 @@ import (
 	"github.com/pcor-go/pcor/directory"
 )
 
-// LinkCost is the latency and bandwidth (bytes per second) of a link.
+// LinkCost is the latency and bandwidth (bytes per second) of a link: a
+// message of m bytes takes Latency + m/Bandwidth. A link measured in two
+// regimes has Large set: from Large.From bytes up its messages take
+// Large.Latency + m/Large.Bandwidth instead (a shaper whose token bucket
+// lets small messages through at the wire's speed and the rest at its
+// rate; a fabric that changes protocol for large messages).
 type LinkCost struct {
 	Latency   time.Duration
 	Bandwidth float64
+	Large     Regime
+}
+
+// Regime is a link's cost line from From bytes up. Its Latency is the
+// line's value at zero bytes, which may be negative (a token bucket's
+// worth of bytes passes early: T = a − burst/rate + m/rate); it prices
+// only messages of From bytes or more. It applies only where From and
+// Bandwidth are positive.
+type Regime struct {
+	From      int64
+	Latency   time.Duration
+	Bandwidth float64
+}
+
+// at returns the line of the regime of c that prices a message of size
+// bytes: c's own, or Large's from Large.From up (large reports which).
+func (c LinkCost) at(size int64) (lat time.Duration, bw float64, large bool) {
+	if c.Large.From > 0 && c.Large.Bandwidth > 0 && size >= c.Large.From {
+		return c.Large.Latency, c.Large.Bandwidth, true
+	}
+	return c.Latency, c.Bandwidth, false
+}
+
+// Time is the time (ns) the link's cost gives a message of size bytes.
+func (c LinkCost) Time(size int64) float64 {
+	lat, bw, _ := c.at(size)
+	t := float64(lat)
+	if bw > 0 && !math.IsInf(bw, 1) {
+		t += float64(size) * 1e9 / bw
+	}
+	return t
 }
 
 // Model holds the figures used where ports do not state theirs.
@@ -38,12 +74,12 @@ type Link struct {
 func DefaultModel() Model {
 	return Model{
 		Defaults: map[string]LinkCost{
-			"udp":  {50 * time.Microsecond, 1e9},
-			"rdma": {5 * time.Microsecond, 10e9},
-			"mem":  {time.Microsecond, 10e9},
-			"shm":  {2 * time.Microsecond, 8e9},
+			"udp":  {Latency: 50 * time.Microsecond, Bandwidth: 1e9},
+			"rdma": {Latency: 5 * time.Microsecond, Bandwidth: 10e9},
+			"mem":  {Latency: time.Microsecond, Bandwidth: 10e9},
+			"shm":  {Latency: 2 * time.Microsecond, Bandwidth: 8e9},
 		},
-		Unknown: LinkCost{50 * time.Microsecond, 1e9},
+		Unknown: LinkCost{Latency: 50 * time.Microsecond, Bandwidth: 1e9},
 		Forward: 10 * time.Microsecond,
 	}
 }

@@ -1,7 +1,9 @@
 package routing
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,6 +14,12 @@ import (
 // T(m) = a + b·m per link to one-way message times (active probes over a
 // few sizes, and passive samples from real traffic), and hands Build the
 // fitted figures (Model.Links), or the figures configuration pinned. A
+// link that one line does not describe (its line misses some size's
+// median by more than Tolerance) is priced in two regimes, a line through
+// its small sizes and one through its large sizes (LinkCost.Large): a
+// shaper's token bucket passes small messages at the wire's speed and the
+// rest at its rate, and a line across both put the large messages' cost
+// too low and the small ones' latency wrong. A
 // link's price changes only when its fit drifts: then Refit reports it
 // and the table should be rebuilt. The zero value is ready to use; it is
 // safe for concurrent use.
@@ -25,6 +33,10 @@ type Prices struct {
 	// Window is the number of samples kept per link, newest first
 	// (default 512).
 	Window int
+	// Tolerance is the largest relative miss, at some size's median, of
+	// a link's line through every size before the link is priced in two
+	// regimes (default 0.15). Two regimes need two sizes each.
+	Tolerance float64
 
 	mu     sync.Mutex
 	links  map[Link]*linkPrice
@@ -43,6 +55,13 @@ func (p *Prices) drift() float64 {
 		return p.Drift
 	}
 	return 0.25
+}
+
+func (p *Prices) tolerance() float64 {
+	if p.Tolerance > 0 {
+		return p.Tolerance
+	}
+	return 0.15
 }
 
 func (p *Prices) refSize() float64 {
@@ -100,7 +119,9 @@ func (p *Prices) Pin(l Link, c LinkCost) {
 // that had no price. It returns the links repriced. A size's time is the
 // median of its samples (anomalies dropped by perfmodel's rule), as bench
 // reports a link: one-way times are skewed to the right by waits for a
-// CPU, which a mean would carry into the fixed cost.
+// CPU, which a mean would carry into the fixed cost. Each line is fitted
+// by relative residuals, every size counting alike; a link whose line
+// misses by more than Tolerance gets two (regimes).
 func (p *Prices) Refit() []Link {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -119,6 +140,11 @@ func (p *Prices) Refit() []Link {
 		}
 		lp.fit = m
 		c := costOf(m)
+		if m.MaxRelErr > p.tolerance() {
+			if r, ok := regimes(obs); ok {
+				c = r
+			}
+		}
 		if lp.ok && !p.moved(lp.priced, c) {
 			continue
 		}
@@ -140,18 +166,59 @@ func costOf(m *perfmodel.Model) LinkCost {
 	return c
 }
 
+// regimes prices a link from its sizes' medians (obs, at least four
+// sizes) in two regimes: a line through the smallest sizes and one
+// through the largest, at least two sizes each, split where the two lines
+// together miss least (relative squared residuals). The large regime
+// starts where its line crosses the small one's between the two groups
+// of sizes (the cost is then continuous there), else at the smallest
+// large size. It reports false when a line cannot be fitted.
+func regimes(obs []perfmodel.Observation) (LinkCost, bool) {
+	obs = slices.Clone(obs)
+	slices.SortFunc(obs, func(a, b perfmodel.Observation) int { return cmp.Compare(a.N, b.N) })
+	var small, large *perfmodel.Model
+	var split int
+	best := math.Inf(1)
+	for k := 2; k+2 <= len(obs); k++ {
+		s, err1 := perfmodel.Fit(perfmodel.Linear(), obs[:k], perfmodel.Relative)
+		l, err2 := perfmodel.Fit(perfmodel.Linear(), obs[k:], perfmodel.Relative)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		if r := missed(s, obs[:k]) + missed(l, obs[k:]); r < best {
+			small, large, split, best = s, l, k, r
+		}
+	}
+	if small == nil || !(large.Coef[1] > 0) {
+		return LinkCost{}, false
+	}
+	c := costOf(small)
+	lo, hi := obs[split-1].N, obs[split].N
+	from := hi
+	if db := large.Coef[1] - small.Coef[1]; db > 0 {
+		if m := (small.Coef[0] - large.Coef[0]) / db; m > lo && m < hi {
+			from = math.Ceil(m)
+		}
+	}
+	c.Large = Regime{From: max(int64(from), 1), Latency: time.Duration(large.Coef[0] * 1e9), Bandwidth: 1 / large.Coef[1]}
+	return c, true
+}
+
+// missed is the sum of m's squared relative residuals at obs.
+func missed(m *perfmodel.Model, obs []perfmodel.Observation) float64 {
+	var r float64
+	for _, o := range obs {
+		e := (o.T - m.Predict(o.N, o.P).T) / o.T
+		r += e * e
+	}
+	return r
+}
+
 // moved reports whether the time of a message at 0 bytes or at RefSize
 // differs between old and new by more than Drift.
 func (p *Prices) moved(old, new LinkCost) bool {
-	t := func(c LinkCost, m float64) float64 {
-		v := float64(c.Latency)
-		if c.Bandwidth > 0 && !math.IsInf(c.Bandwidth, 1) {
-			v += m * 1e9 / c.Bandwidth
-		}
-		return v
-	}
-	for _, m := range []float64{0, p.refSize()} {
-		o, n := t(old, m), t(new, m)
+	for _, m := range []int64{0, int64(p.refSize())} {
+		o, n := old.Time(m), new.Time(m)
 		if math.Abs(n-o) > p.drift()*o {
 			return true
 		}

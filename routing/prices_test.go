@@ -36,7 +36,7 @@ func TestPricesFitDriftPin(t *testing.T) {
 		t.Fatalf("repriced %v, want both measured links", got)
 	}
 	links := p.Links()
-	for l, want := range map[Link]LinkCost{slow: {80 * time.Microsecond, 2.5e6}, fast: {40 * time.Microsecond, 400e6}} {
+	for l, want := range map[Link]LinkCost{slow: {Latency: 80 * time.Microsecond, Bandwidth: 2.5e6}, fast: {Latency: 40 * time.Microsecond, Bandwidth: 400e6}} {
 		got := links[l]
 		if math.Abs(float64(got.Latency-want.Latency)) > 0.1*float64(want.Latency) || math.Abs(got.Bandwidth-want.Bandwidth) > 0.1*want.Bandwidth {
 			t.Errorf("%v priced %+v, want about %+v", l, got, want)
@@ -95,5 +95,49 @@ func TestMeasuredPricesChooseRoute(t *testing.T) {
 	}
 	if r := mustRoute(t, tb, 3, 0); r.NextHop != 3 {
 		t.Fatalf("0 bytes: %+v, want the direct link (fewer fixed costs)", r)
+	}
+}
+
+// A link shaped by a token bucket is two lines: small messages at the
+// wire's speed plus a little, large ones at the shaper's rate less a
+// bucket's worth (here 55 µs + 0.45 µs/B, and −4.1 ms + 0.887 µs/B from
+// about 9.5 KB on). One line through the probe sizes misses both; the
+// price is the two regimes, each within 10%, the large one starting
+// between the probe sizes where the lines cross. A link that one line
+// describes keeps one.
+func TestPricesRegimes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	shaped := func(m float64) float64 { return max(55e-6+0.45e-6*m, -4.1e-3+0.887e-6*m) }
+	var p Prices
+	z := Link{Peer: 2, Fabric: "udp", Network: "z"}
+	x := Link{Peer: 1, Fabric: "udp", Network: "x"}
+	for _, m := range ProbeSizes {
+		for i := range 15 {
+			f := 1 + 0.02*rng.NormFloat64()
+			if i == 7 {
+				f = 20 // descheduled
+			}
+			p.Observe(z, m, time.Duration(shaped(float64(m))*f*1e9))
+			p.Observe(x, m, time.Duration((14e-6+float64(m)/400e6)*f*1e9))
+		}
+	}
+	p.Refit()
+	c := p.Links()[z]
+	if got := c.Latency.Seconds(); math.Abs(got-55e-6) > 0.1*55e-6 {
+		t.Errorf("small messages' latency %v, want 55µs within 10%%", c.Latency)
+	}
+	if bw := 1 / 0.887e-6; math.Abs(c.Large.Bandwidth-bw) > 0.1*bw {
+		t.Errorf("large messages' bandwidth %.3g B/s, want %.3g within 10%%", c.Large.Bandwidth, bw)
+	}
+	if c.Large.From <= 4<<10 || c.Large.From >= 16<<10 {
+		t.Errorf("large regime from %d bytes, want between the probe sizes 4 and 16 KiB", c.Large.From)
+	}
+	for _, m := range []int64{16, 4 << 10, 64 << 10, 1 << 20} {
+		if got, want := c.Time(m)/1e9, shaped(float64(m)); math.Abs(got-want) > 0.1*want {
+			t.Errorf("%d bytes priced %.4g s, want %.4g within 10%%", m, got, want)
+		}
+	}
+	if cx := p.Links()[x]; cx.Large != (Regime{}) || math.Abs(cx.Latency.Seconds()-14e-6) > 1.4e-6 {
+		t.Errorf("a link one line describes priced %+v", cx)
 	}
 }

@@ -94,7 +94,10 @@ func (g *graph) thresholds() []float64 {
 // whose per-byte cost is at most limit, by fixed cost (ties: lower
 // bottleneck, then fewer hops). A path's per-byte cost is its largest
 // edge's: a gateway forwards fragment by fragment, so a message streams
-// at the pace of the slowest link. Costs are non-negative, so it is exact.
+// at the pace of the slowest link. Costs are non-negative except on the
+// edges leaving the root (a local link's large-message regime, whose line
+// can start below zero), and every path starts with exactly one of those,
+// so it is exact.
 func (g *graph) shortest(limit float64) *tree {
 	n := len(g.adj)
 	t := &tree{m: limit, label: make([]label, n), pred: make([]int32, n), port: make([]int32, n), done: make([]bool, n)}

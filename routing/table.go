@@ -2,6 +2,7 @@ package routing
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/pcor-go/pcor/directory"
@@ -78,34 +79,82 @@ func Build(self uint32, members []directory.Member) *Table {
 // Members repeating an earlier member's process id are ignored, and so are
 // ports without a fabric kind or address. If self is not a member, every
 // other process is unreachable.
+//
+// Where some of the local process's links are priced in two regimes
+// (LinkCost.Large), the sizes where a regime starts cut the sizes into
+// ranges in which every link is one line; each range's routes are the
+// lower envelope of that range's paths, so the table stays exact.
 func (m *Model) Build(self uint32, members []directory.Member) *Table {
-	g := newGraph(m, self, members)
-	t := &Table{self: self}
-	s := newSearcher(g)
-	for d := range g.procs {
-		dst := int32(d)
-		if dst == g.self {
-			continue
+	cuts := []int64{0}
+	for _, c := range m.Links {
+		if _, _, large := c.at(math.MaxInt64); large {
+			cuts = append(cuts, c.Large.From)
 		}
-		if !s.reachable(dst) {
-			t.unreachable = append(t.unreachable, g.procs[d])
-			continue
+	}
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	// The routes of each destination, by size.
+	var order []uint32
+	byDst := map[uint32][]Route{}
+	var unreachable []uint32
+	for i, lo := range cuts {
+		hi := int64(math.MaxInt64)
+		if i+1 < len(cuts) {
+			hi = cuts[i+1] - 1
 		}
-		first := int32(len(t.routes))
-		segs := s.envelope(dst)
-		for i, sg := range segs {
-			r := g.route(sg.p)
-			r.MinSize = sg.from
-			r.MaxSize = math.MaxInt64
-			if i+1 < len(segs) {
-				r.MaxSize = segs[i+1].from - 1
+		g := newGraph(m, self, members, lo)
+		s := newSearcher(g)
+		for d := range g.procs {
+			dst := int32(d)
+			if dst == g.self {
+				continue
 			}
-			t.routes = append(t.routes, r)
+			if !s.reachable(dst) {
+				if i == 0 {
+					unreachable = append(unreachable, g.procs[d])
+				}
+				continue
+			}
+			if i == 0 {
+				order = append(order, g.procs[d])
+			}
+			segs := s.envelope(dst)
+			for j, sg := range segs {
+				from, to := sg.from, int64(math.MaxInt64)
+				if j+1 < len(segs) {
+					to = segs[j+1].from - 1
+				}
+				from, to = max(from, lo), min(to, hi)
+				if from > to {
+					continue
+				}
+				r := g.route(sg.p)
+				r.MinSize, r.MaxSize = from, to
+				rs := byDst[r.Dst]
+				if n := len(rs); n > 0 && sameRoute(rs[n-1], r) {
+					rs[n-1].MaxSize = to // the same path and line across a cut
+					continue
+				}
+				byDst[r.Dst] = append(rs, r)
+			}
 		}
-		t.dests = append(t.dests, span{g.procs[d], first, int32(len(t.routes)) - first})
+	}
+	t := &Table{self: self, unreachable: unreachable}
+	for _, dst := range order {
+		first := int32(len(t.routes))
+		t.routes = append(t.routes, byDst[dst]...)
+		t.dests = append(t.dests, span{dst, first, int32(len(t.routes)) - first})
 	}
 	t.index()
 	return t
+}
+
+// sameRoute reports whether a and b take the same path at the same cost
+// line (their size ranges aside).
+func sameRoute(a, b Route) bool {
+	a.MinSize, a.MaxSize, b.MinSize, b.MaxSize = 0, 0, 0, 0
+	return a.Port == b.Port && a.NextHop == b.NextHop && a.Addr == b.Addr && a.Latency == b.Latency &&
+		a.Bandwidth == b.Bandwidth && slices.Equal(a.Path, b.Path)
 }
 
 // index fills the destination index.
