@@ -58,10 +58,13 @@ var (
 	// split the difference. A line through bench's sizes (1 B-16 KiB)
 	// crosses the regimes and its intercept is negative (−85 to −570
 	// µs); a line beyond the bucket alone has the intercept a −
-	// burst/rate, about −4 ms. So the shaped link's reference is bench's
-	// line per regime: its latency from the sizes a round trip carries
-	// inside the bucket (1-64 B: the bucket refills 1.25 B/µs), its
-	// per-byte cost from twice the bucket up.
+	// burst/rate, about −4 ms. The fast links bend too, less (a line
+	// through 1 B-16 KiB put x's latency at 6.2 µs against 14.0 µs
+	// measured at 1-64 B). So each link's reference is bench's line per
+	// regime: its latency from the sizes a round trip carries inside the
+	// bucket (1-64 B: the bucket refills 1.25 B/µs), its per-byte cost
+	// from twice the bucket up (16-64 KiB), against which Prices' price
+	// (one line, or two regimes where one line misses) is judged.
 	shapedSmall = []int{1, 2, 4, 8, 16, 32, 64}
 	shapedLarge = []int{16 << 10, 32 << 10, 64 << 10}
 )
@@ -79,17 +82,27 @@ func TestMain(m *testing.M) {
 
 // linkResult is what a process reports about one of its links.
 type linkResult struct {
-	Link   string  `json:"link"`
-	A      float64 `json:"a"`       // fitted: seconds
-	B      float64 `json:"b"`       // fitted: seconds per byte
+	Link string `json:"link"`
+	// The probes' price (routing.Prices): the small messages' latency
+	// and the large messages' per-byte cost (one line's, or its two
+	// regimes').
+	Price price   `json:"price"`
+	A     float64 `json:"a"` // the price's latency: seconds
+	B     float64 `json:"b"` // the price's per-byte cost for large messages: seconds per byte
+	// The ping-pong's medians at fitSizes priced as Prices prices.
+	RelPrice price `json:"rel_price"`
+	// Bench's line per regime on every link: through 1-64 B (its
+	// intercept, the small messages' latency) and through 16-64 KiB (its
+	// slope).
+	SmallA float64 `json:"small_a"`
+	LargeB float64 `json:"large_b"`
+	// The probes' one line through every size (Prices.Fit).
+	LineA  float64 `json:"line_a"`
+	LineB  float64 `json:"line_b"`
 	BenchA float64 `json:"bench_a"` // the ping-pong's medians at benchSizes fitted as bench fits (absolute residuals)
 	BenchB float64 `json:"bench_b"`
-	RelA   float64 `json:"rel_a"` // its medians at fitSizes fitted as Prices fits (relative residuals)
+	RelA   float64 `json:"rel_a"` // RelPrice's latency and large messages' per-byte cost
 	RelB   float64 `json:"rel_b"`
-	// Bench's line through shapedSmall (its intercept) and through
-	// shapedLarge (its slope), on the shaped link only.
-	ShapedA float64 `json:"shaped_a"`
-	ShapedB float64 `json:"shaped_b"`
 	// RT is the median round trip (seconds) at each of routeSizes.
 	RT []float64 `json:"rt"`
 }
@@ -134,7 +147,10 @@ func child(role string) error {
 		if err != nil {
 			return fmt.Errorf("link to %d on %s: %w", peer, network, err)
 		}
-		b, _ := json.Marshal(res)
+		b, err := json.Marshal(res)
+		if err != nil {
+			return fmt.Errorf("link to %d on %s: %+v: %w", peer, network, res, err)
+		}
 		fmt.Println(string(b))
 	}
 	fmt.Println("DONE")
@@ -153,7 +169,9 @@ func measureLink(ctx context.Context, th *pcor.Thread, peer pcor.Addr, l routing
 	if !ok {
 		return res, fmt.Errorf("no fit")
 	}
-	res.A, res.B = fit.Coef[0], fit.Coef[1]
+	res.LineA, res.LineB = fit.Coef[0], fit.Coef[1]
+	res.Price = priceOf(prices.Links()[l])
+	res.A, res.B = res.Price.ab()
 	// The independent measurement: 40 round trips per size, medians of
 	// the one-way times, a straight line through them.
 	median := func(size, n int) (float64, error) {
@@ -170,10 +188,7 @@ func measureLink(ctx context.Context, th *pcor.Thread, peer pcor.Addr, l routing
 		return ts[len(ts)/2], nil
 	}
 	oneWay := map[int]float64{}
-	sizes := append(slices.Clone(fitSizes), benchSizes...)
-	if l.Network == "z" {
-		sizes = append(sizes, shapedLarge...)
-	}
+	sizes := append(append(slices.Clone(fitSizes), benchSizes...), shapedLarge...)
 	for _, s := range sizes {
 		if _, ok := oneWay[s]; ok {
 			continue
@@ -196,27 +211,30 @@ func measureLink(ctx context.Context, th *pcor.Thread, peer pcor.Addr, l routing
 		return res, err
 	}
 	res.BenchA, res.BenchB = bench.Coef[0], bench.Coef[1]
-	if l.Network == "z" {
-		small, err := perfmodel.Fit(perfmodel.Linear(), obsOf(shapedSmall), perfmodel.Absolute)
-		if err != nil {
-			return res, err
-		}
-		large, err := perfmodel.Fit(perfmodel.Linear(), obsOf(shapedLarge), perfmodel.Absolute)
-		if err != nil {
-			return res, err
-		}
-		res.ShapedA, res.ShapedB = small.Coef[0], large.Coef[1]
+	small, err := perfmodel.Fit(perfmodel.Linear(), obsOf(shapedSmall), perfmodel.Absolute)
+	if err != nil {
+		return res, err
+	}
+	large, err := perfmodel.Fit(perfmodel.Linear(), obsOf(shapedLarge), perfmodel.Absolute)
+	if err != nil {
+		return res, err
+	}
+	res.SmallA, res.LargeB = small.Coef[0], large.Coef[1]
+	{
 		var b strings.Builder
 		for _, s := range append(slices.Clone(benchSizes), shapedLarge...) {
 			fmt.Fprintf(&b, " %d B %.0f µs,", s, 1e6*oneWay[s])
 		}
-		fmt.Fprintf(os.Stderr, "link z, the ping-pong's median one-way times:%s\n", strings.TrimSuffix(b.String(), ","))
+		fmt.Fprintf(os.Stderr, "link %s, the ping-pong's median one-way times:%s\n", l.Network, strings.TrimSuffix(b.String(), ","))
 	}
-	rel, err := perfmodel.Fit(perfmodel.Linear(), obsOf(fitSizes), perfmodel.Relative)
-	if err != nil {
-		return res, err
+	// The ping-pong's medians at the probe sizes, priced alike.
+	var alike routing.Prices
+	for _, s := range fitSizes {
+		alike.Observe(l, s, time.Duration(oneWay[s]*1e9))
 	}
-	res.RelA, res.RelB = rel.Coef[0], rel.Coef[1]
+	alike.Refit()
+	res.RelPrice = priceOf(alike.Links()[l])
+	res.RelA, res.RelB = res.RelPrice.ab()
 	for _, s := range routeSizes {
 		rt, err := median(s, 20)
 		if err != nil {
@@ -225,6 +243,49 @@ func measureLink(ctx context.Context, th *pcor.Thread, peer pcor.Addr, l routing
 		res.RT = append(res.RT, rt)
 	}
 	return res, nil
+}
+
+// price is a routing.LinkCost as JSON carries it: per-byte costs
+// (seconds per byte) instead of bandwidths, which can be infinite.
+type price struct {
+	Latency, LargeLatency time.Duration
+	PerByte, LargePerByte float64
+	LargeFrom             int64
+}
+
+func priceOf(c routing.LinkCost) price {
+	perByte := func(bw float64) float64 {
+		if bw > 0 && !math.IsInf(bw, 1) {
+			return 1 / bw
+		}
+		return 0
+	}
+	return price{Latency: c.Latency, PerByte: perByte(c.Bandwidth),
+		LargeFrom: c.Large.From, LargeLatency: c.Large.Latency, LargePerByte: perByte(c.Large.Bandwidth)}
+}
+
+// cost is the routing.LinkCost of p.
+func (p price) cost() routing.LinkCost {
+	bw := func(perByte float64) float64 {
+		if perByte > 0 {
+			return 1 / perByte
+		}
+		return math.Inf(1)
+	}
+	c := routing.LinkCost{Latency: p.Latency, Bandwidth: bw(p.PerByte)}
+	if p.LargeFrom > 0 {
+		c.Large = routing.Regime{From: p.LargeFrom, Latency: p.LargeLatency, Bandwidth: bw(p.LargePerByte)}
+	}
+	return c
+}
+
+// ab is the price's latency (seconds) and its per-byte cost for large
+// messages (seconds per byte): its large regime's where it has one.
+func (p price) ab() (a, b float64) {
+	if p.LargeFrom > 0 {
+		return p.Latency.Seconds(), p.LargePerByte
+	}
+	return p.Latency.Seconds(), p.PerByte
 }
 
 // proc is a child process in a namespace.
@@ -355,10 +416,20 @@ func TestGatewayLinkPrices(t *testing.T) {
 	}
 
 	links := map[string]linkResult{"x": linksA["x"], "z": linksA["z"], "y": linksG["y"]}
-	for name, r := range links {
-		t.Logf("link %s: probes a = %.1f µs, b = %.3g MB/s; ping-pong fitted alike a = %.1f µs, b = %.3g MB/s (probes' a %+.0f%%, bandwidth %+.0f%%); as bench measures (1 B-16 KiB) a = %.1f µs, b = %.3g MB/s (probes' a %+.0f%%, bandwidth %+.0f%%)",
-			name, 1e6*r.A, 1e-6/r.B, 1e6*r.RelA, 1e-6/r.RelB, 100*(r.A/r.RelA-1), 100*(r.RelB/r.B-1),
-			1e6*r.BenchA, 1e-6/r.BenchB, 100*(r.A/r.BenchA-1), 100*(r.BenchB/r.B-1))
+	for _, name := range []string{"x", "y", "z"} {
+		r := links[name]
+		regimes := "one line"
+		if r.Price.LargeFrom > 0 {
+			regimes = fmt.Sprintf("two regimes, the large from %d B", r.Price.LargeFrom)
+		}
+		// The target: the price's latency against bench's line through
+		// the small sizes, its per-byte cost against bench's line
+		// through the large sizes.
+		t.Logf("link %s: probes' price (%s) a = %.1f µs, b = %.3g MB/s; bench's line per regime: 1-64 B a = %.1f µs (probes' a %+.0f%%), 16-64 KiB b = %.3g MB/s (probes' bandwidth %+.0f%%)",
+			name, regimes, 1e6*r.A, 1e-6/r.B, 1e6*r.SmallA, 100*(r.A/r.SmallA-1), 1e-6/r.LargeB, 100*(r.LargeB/r.B-1))
+		t.Logf("link %s: ping-pong priced alike a = %.1f µs, b = %.3g MB/s (probes' a %+.0f%%, bandwidth %+.0f%%); bench's one line (1 B-16 KiB) a = %.1f µs, b = %.3g MB/s; the probes' one line a = %.1f µs, b = %.3g MB/s",
+			name, 1e6*r.RelA, 1e-6/r.RelB, 100*(r.A/r.RelA-1), 100*(r.RelB/r.B-1),
+			1e6*r.BenchA, 1e-6/r.BenchB, 1e6*r.LineA, 1e-6/r.LineB)
 	}
 	// The shaped link's per-byte cost is set by the shaper, so the two
 	// measurements must agree on it. How closely is a figure (logged;
@@ -367,22 +438,23 @@ func TestGatewayLinkPrices(t *testing.T) {
 	// than 2x apart, which the load does not explain. On the fast links
 	// the machine's load moves both figures from run to run (logged above).
 	z := links["z"]
-	t.Logf("link z against bench's line per regime: 1-64 B a = %.1f µs (probes' a %+.0f%%), 16-64 KiB b = %.3g MB/s (probes' bandwidth %+.0f%%)",
-		1e6*z.ShapedA, 100*(z.A/z.ShapedA-1), 1e-6/z.ShapedB, 100*(z.ShapedB/z.B-1))
 	t.Logf("link z: probes' per-byte cost %.3g s/B, ping-pong's %.3g s/B: %.0f%% apart", z.B, z.RelB, 100*math.Abs(z.B-z.RelB)/z.RelB)
 	if clearlyApart(z.B, z.RelB) {
 		t.Errorf("link z: probes' per-byte cost %.3g s/B, ping-pong's %.3g s/B: more than 2x apart", z.B, z.RelB)
 	}
-	// A's table, priced from A's fits and G's fit of y (as G announces it).
-	cost := func(r linkResult) routing.LinkCost {
+	// A's table, priced from A's prices and G's price of y (as G
+	// announces it: a port states one line, the small messages' latency
+	// and the large messages' bandwidth).
+	cost := func(r linkResult) routing.LinkCost { return r.Price.cost() }
+	announced := func(r linkResult) routing.LinkCost {
 		return routing.LinkCost{Latency: time.Duration(r.A * 1e9), Bandwidth: 1 / r.B}
 	}
 	ms := []directory.Member{
 		{Proc: 0, Ports: []directory.PortInfo{{Fabric: "udp", Network: "x", Addr: "10.77.1.1:1"}, {Fabric: "udp", Network: "z", Addr: "10.77.3.1:1"}}},
 		{Proc: 1, Ports: []directory.PortInfo{{Fabric: "udp", Network: "x", Addr: "10.77.1.2:1"},
-			{Fabric: "udp", Network: "y", Addr: "10.77.2.1:1", Latency: cost(links["y"]).Latency, Bandwidth: cost(links["y"]).Bandwidth}}},
+			{Fabric: "udp", Network: "y", Addr: "10.77.2.1:1", Latency: announced(links["y"]).Latency, Bandwidth: announced(links["y"]).Bandwidth}}},
 		{Proc: 2, Ports: []directory.PortInfo{{Fabric: "udp", Network: "y", Addr: "10.77.2.2:1",
-			Latency: cost(links["y"]).Latency, Bandwidth: cost(links["y"]).Bandwidth}, {Fabric: "udp", Network: "z", Addr: "10.77.3.2:1"}}},
+			Latency: announced(links["y"]).Latency, Bandwidth: announced(links["y"]).Bandwidth}, {Fabric: "udp", Network: "z", Addr: "10.77.3.2:1"}}},
 	}
 	model := routing.DefaultModel()
 	model.Links = map[routing.Link]routing.LinkCost{
@@ -409,8 +481,9 @@ func TestGatewayLinkPrices(t *testing.T) {
 		// rate); where the prices put them within a factor of two, a
 		// fast link's probes may have measured milliseconds of waiting
 		// for a CPU that the ping-pong a moment later did not see.
-		priceDirect := links["z"].A + float64(s)*links["z"].B
-		priceThrough := links["x"].A + links["y"].A + float64(s)*max(links["x"].B, links["y"].B)
+		priceDirect := cost(links["z"]).Time(int64(s)) / 1e9
+		priceThrough := (cost(links["x"]).Time(0)+announced(links["y"]).Time(0))/1e9 +
+			max(cost(links["x"]).Time(int64(s))-cost(links["x"]).Time(0), announced(links["y"]).Time(int64(s))-announced(links["y"]).Time(0))/1e9
 		// Below the shaper's bucket neither is judged: a line a + b·m
 		// through the shaped link's sizes puts its intercept at 55-125
 		// µs while 16 B took 22-78 µs one way (the bucket refilled or

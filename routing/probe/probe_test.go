@@ -82,3 +82,49 @@ func TestMeasureAndPassive(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// An Echo waiting for probes does not count as a waiter of its node's
+// port: the node's own probes, sent while its Echo waits, take the port
+// and receive their answers themselves, rather than each answer being
+// received by the port's dispatcher and handed over to the probing
+// thread (a wake-up each, which priced a link measured right after its
+// process's Echo started up to twice its latency).
+func TestEchoLeavesPortToProbes(t *testing.T) {
+	a, b := pair(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	echoes := []*pcor.Thread{a.NewThread(), b.NewThread()}
+	for _, th := range echoes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := Echo(ctx, th); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	th := a.NewThread()
+	before := a.Stats()[0]
+	const trips = 200
+	buf := make([]byte, 16)
+	for range trips {
+		if _, err := RoundTrip(ctx, th, echoes[1].Addr(), buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	after := a.Stats()[0]
+	// Each round trip's answer is one batch: received by the probing
+	// thread (ThreadBatches), or by the dispatcher. A few may fall to
+	// the dispatcher on a loaded machine (a driver whose answer is long
+	// in coming gives the port back).
+	if d := after.DispatcherBatches - before.DispatcherBatches; d > trips/10 {
+		t.Errorf("%d of %d answers received by the dispatcher (threads: %d)", d, trips, after.ThreadBatches-before.ThreadBatches)
+	}
+	for _, e := range echoes {
+		if err := th.Send(ctx, e.Addr(), TagStop, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+}
