@@ -106,3 +106,59 @@ func BenchmarkLocalPath64(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkThousandWaiters: 1,000 threads each wait for one message at a
+// time from their own sender in another process (over UDP), as the
+// contention benchmark's receivers do; an op is one message.
+func BenchmarkThousandWaiters(b *testing.B) {
+	const n = 1000
+	es := udpEngines(b, 2, Blocking)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	start := make([]chan int, n)
+	done := make(chan error, n)
+	for i := range start {
+		start[i] = make(chan int, 1)
+		go func() {
+			ep := es[1].Endpoint(ThreadID(100 + i))
+			buf := make([]byte, 64)
+			for k := range start[i] {
+				var err error
+				for range k {
+					if _, err = ep.Recv(ctx, 0, ThreadID(i), 3, buf); err != nil {
+						break
+					}
+				}
+				done <- err
+			}
+		}()
+	}
+	defer func() {
+		for _, s := range start {
+			close(s)
+		}
+	}()
+	msg := make([]byte, 64)
+	round := func(k int) {
+		for _, s := range start {
+			s <- k
+		}
+		for j := 0; j < k; j++ {
+			for i := range n {
+				if err := es[0].Post(ThreadID(i), 1, ThreadID(100+i), 3, msg); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		for range n {
+			if err := <-done; err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	round(5)
+	b.ResetTimer()
+	per := max(1, b.N/n)
+	round(per)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(per*n), "ns/msg")
+}

@@ -75,7 +75,7 @@ type progress struct {
 	waiter   fabric.Waiter // nil: the port cannot be driven by callers
 	state    atomic.Int32
 	released atomic.Int64 // nanotime at which the port was last left unattended
-	waiters  atomic.Int32 // threads waiting on their request for this port
+	waiters  waiterCount  // threads waiting on their request for this port
 	sleeping atomic.Bool  // the driving thread sleeps in the fabric
 	parked   atomic.Bool  // a polling dispatcher parks in the fabric (pollIdle)
 	nudge    chan struct{}
@@ -202,19 +202,76 @@ func (d *dispatcher) wait(r *Request, ctx context.Context) error {
 		// leaving meanwhile either sees this waiter and hands the token
 		// to the dispatcher, or leaves it unattended for this thread to
 		// take.
-		pr.waiters.Add(1)
+		ep := pr.waiters.join()
 		if pr.state.Load() == tokFree && r.state.Load() != stateDone {
-			pr.waiters.Add(-1)
+			pr.waiters.leave(ep)
 			continue
 		}
-		err, done := r.chanWaitFor(ctx, driveIdle)
-		pr.waiters.Add(-1)
-		if done {
-			return err
-		}
-		err, _ = r.block(ctx, 0)
+		err := r.chanWait(ctx)
+		pr.waiters.leave(ep)
 		return err
 	}
+}
+
+// waiterCount counts the threads waiting on their request for a port,
+// each for driveIdle to twice that from when it began (a long waiter, see
+// below, stops counting without a timer of its own, which at 1,000 threads
+// meant a timer set and stopped, and a third case in the select, for
+// every wait). The count is kept per period of driveIdle in two slots
+// (period<<32 | count), the one of the period a wait began and the one of
+// the period before; a slot is taken over, its count dropped, by the
+// first wait two periods on, and a wait that ends after that leaves the
+// new count alone.
+type waiterCount struct {
+	slot [2]atomic.Uint64
+}
+
+// waitPeriod is the period of driveIdle now.
+func waitPeriod() uint64 { return uint64(nanotime()/int64(driveIdle)) & (1<<32 - 1) }
+
+// join counts a wait beginning; leave(period) ends it.
+func (w *waiterCount) join() uint64 {
+	ep := waitPeriod()
+	s := &w.slot[ep&1]
+	for {
+		v := s.Load()
+		n := ep<<32 | 1
+		if v>>32 == ep {
+			n = v + 1
+		}
+		if s.CompareAndSwap(v, n) {
+			return ep
+		}
+	}
+}
+
+func (w *waiterCount) leave(ep uint64) {
+	s := &w.slot[ep&1]
+	for {
+		v := s.Load()
+		if v>>32 != ep || v&(1<<32-1) == 0 {
+			return
+		}
+		if s.CompareAndSwap(v, v-1) {
+			return
+		}
+	}
+}
+
+// Load is the number of waits counted: begun in this period or the last.
+func (w *waiterCount) Load() int32 {
+	v0, v1 := w.slot[0].Load(), w.slot[1].Load()
+	if (v0|v1)&(1<<32-1) == 0 {
+		return 0 // nobody waits: no clock read
+	}
+	ep := waitPeriod()
+	var n uint64
+	for _, v := range [2]uint64{v0, v1} {
+		if p := v >> 32; p == ep || p == (ep-1)&(1<<32-1) {
+			n += v & (1<<32 - 1)
+		}
+	}
+	return int32(n)
 }
 
 // A long waiter, one whose message has not come within driveIdle (a

@@ -505,3 +505,80 @@ func TestPollingDispatcherParksWhenIdle(t *testing.T) {
 			before.ThreadBatches, after.ThreadBatches, before.DispatcherBatches, after.DispatcherBatches)
 	}
 }
+
+// Threads that wait while another drives the port count as its waiters
+// with no timer of their own (a timer per wait, set and stopped, was a
+// cost of every wait at 1,000 threads): they are served and none of their
+// requests has a timer.
+func TestWaitersSetNoTimer(t *testing.T) {
+	es := udpEngines(t, 2, Blocking)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	lead := recv(es[1], 1, 0, 1, 4)
+	leadDone := make(chan error, 1)
+	go func() { leadDone <- lead.Wait(ctx) }()
+	waitLead(t, es[1])
+	const n = 100
+	reqs := make([]*Request, n)
+	errs := make(chan error, n)
+	for i := range reqs {
+		reqs[i] = recv(es[1], ThreadID(10+i), 0, ThreadID(10+i), 4)
+		go func() { errs <- reqs[i].Wait(ctx) }()
+	}
+	pr := &es[1].ports[0].prog
+	for deadline := time.Now().Add(5 * time.Second); pr.waiters.Load() < n && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Microsecond) // all waiting (or long enough)
+	}
+	for i := range reqs {
+		send(t, es[0], ThreadID(10+i), 1, ThreadID(10+i), 4, []byte{byte(i)})
+	}
+	send(t, es[0], 1, 1, 1, 4, []byte{1})
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-leadDone; err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range reqs {
+		if r.timer != nil {
+			t.Fatalf("waiter %d set a timer", i)
+		}
+		if r.Data()[0] != byte(i) {
+			t.Fatalf("waiter %d got message %d", i, r.Data()[0])
+		}
+	}
+}
+
+// A wait counts as one of the port's waiters until two periods of
+// driveIdle have begun since, and leaving after that leaves the count of
+// the waits begun since alone.
+func TestWaiterCountForgetsLongWaits(t *testing.T) {
+	var w waiterCount
+	a := w.join()
+	b := w.join()
+	if n := w.Load(); n != 2 {
+		t.Fatalf("%d waiters counted of 2", n)
+	}
+	w.leave(b)
+	if n := w.Load(); n != 1 {
+		t.Fatalf("%d waiters counted of 1", n)
+	}
+	for i := 0; waitPeriod() < a+2 && i < 1000; i++ {
+		time.Sleep(driveIdle / 4)
+	}
+	if n := w.Load(); n != 0 {
+		t.Fatalf("a wait begun two periods ago still counted (%d)", n)
+	}
+	c := w.join()
+	w.join()
+	w.leave(a) // long over: not one of the new waits
+	if n := w.Load(); n != 2 {
+		t.Fatalf("%d waiters counted of 2 after a long wait ended", n)
+	}
+	w.leave(c)
+	if n := w.Load(); n != 1 {
+		t.Fatalf("%d waiters counted of 1", n)
+	}
+}
