@@ -4,6 +4,7 @@ package udp
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"runtime"
 	"testing"
@@ -293,5 +294,47 @@ func TestPollLeavesPoller(t *testing.T) {
 	}
 	if !p.pl.on {
 		t.Fatal("not watched after Receive")
+	}
+}
+
+// TestEmptyPollResetsNoHeader: an empty Poll leaves no receive header for
+// the next to reset (the kernel writes none back when it finds nothing),
+// and the headers a Poll that found datagrams left are reset before the
+// next look, which then receives as usual.
+func TestEmptyPollResetsNoHeader(t *testing.T) {
+	p := listen(t, "127.0.0.1:0", Config{})
+	msgs := make([][]byte, p.BatchSize())
+	for range 3 {
+		if n, err := p.Poll(msgs); n != 0 || err != nil {
+			t.Fatalf("Poll of an empty port = %d, %v", n, err)
+		}
+		if p.rx.dirty != 0 {
+			t.Fatalf("an empty Poll left %d headers to reset", p.rx.dirty)
+		}
+	}
+	a := listen(t, "127.0.0.1:0", Config{})
+	b := listen(t, "127.0.0.1:0", Config{})
+	for round, from := range []*Port{a, b, a} {
+		want := fmt.Sprintf("round %d", round)
+		from.Send([]fabric.Datagram{{Body: []byte(want), To: endpoint(t, p)}})
+		got := 0
+		for deadline := time.Now().Add(5 * time.Second); got == 0 && time.Now().Before(deadline); {
+			n, err := p.Poll(msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n == 0 && p.rx.dirty != 0 {
+				t.Fatalf("an empty Poll left %d headers to reset", p.rx.dirty)
+			}
+			if n > 0 {
+				if n != 1 || string(msgs[0]) != want {
+					t.Fatalf("round %d: Poll = %d datagrams, first %q", round, n, msgs[0])
+				}
+				got = n
+			}
+		}
+		if got == 0 {
+			t.Fatalf("round %d: the datagram never came", round)
+		}
 	}
 }
