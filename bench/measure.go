@@ -102,8 +102,9 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*report.Result, 
 	}
 	switch o.cmd {
 	case "roundtrip":
-		res.Notes = append(res.Notes, fmt.Sprintf("%d repetitions of %d timed round trips per size up to 64K (fewer above), each after %d warm-up; "+
-			"median of the repetitions' medians, ± their spread (max-min)/median", o.reps, o.repIters(64<<10), o.warmup))
+		res.Notes = append(res.Notes, fmt.Sprintf("%d repetitions of %d timed round trips per size up to 64K (fewer above), each after %d warm-up "+
+			"(a polling pcor sample, on a fresh node, after %s of them too); median of the repetitions' medians, ± their spread (max-min)/median",
+			o.reps, o.repIters(64<<10), o.warmup, pollingWarm))
 	case "idle":
 		res.Notes = append(res.Notes, fmt.Sprintf("%d samples of %s each: CPU of the busier of the two idle processes, %% of one CPU", o.reps, o.duration))
 	default:
