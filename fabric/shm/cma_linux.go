@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -131,9 +132,13 @@ func (p *Port) Expose(b []byte) ([]byte, func(), error) {
 	return desc, func() {}, nil
 }
 
-// ReadRemote copies the memory a sending process exposed as desc into dst
-// on the calling goroutine, then calls done from another. The process must
-// be the producer of one of this port's rings whose probe it read: a
+// ReadRemote queues a read of the memory a sending process exposed as
+// desc into dst and returns: the port's reading goroutine copies it, in
+// the order the reads were queued, then calls done from another
+// goroutine. The engine calls it from the goroutine that handles the
+// port's datagrams, which a read of a large message would otherwise hold
+// for as long as the copy takes (about 200-350 µs for 2 MiB). The process
+// must be the producer of one of this port's rings whose probe it read: a
 // descriptor naming any other process is refused, so that a sender cannot
 // have this process read memory it could not read itself.
 func (p *Port) ReadRemote(from fabric.Endpoint, dst []byte, desc []byte, done func(error)) error {
@@ -141,10 +146,59 @@ func (p *Port) ReadRemote(from fabric.Endpoint, dst []byte, desc []byte, done fu
 	if err != nil {
 		return err
 	}
-	err = p.read(pid, dst, addr)
-	go done(err)
+	q := &p.reads
+	q.mu.Lock()
+	q.jobs = append(q.jobs, readJob{pid: pid, dst: dst, addr: addr, done: done})
+	start := !q.running
+	q.running = true
+	q.mu.Unlock()
+	if start {
+		go p.readQueued()
+	}
 	return nil
 }
+
+// readQueue holds the reads ReadRemote queued; one goroutine at a time
+// (running) makes them, and ends when none is left.
+type readQueue struct {
+	mu      sync.Mutex
+	jobs    []readJob
+	running bool
+}
+
+type readJob struct {
+	pid  uint32
+	dst  []byte
+	addr uint64
+	done func(error)
+}
+
+// readQueued makes the queued reads in order until none is left. Once the
+// port is closed, the reads left fail with fabric.ErrClosed.
+func (p *Port) readQueued() {
+	q := &p.reads
+	for {
+		q.mu.Lock()
+		if len(q.jobs) == 0 {
+			q.running = false
+			q.jobs = nil
+			q.mu.Unlock()
+			return
+		}
+		j := q.jobs[0]
+		q.jobs[0] = readJob{}
+		q.jobs = q.jobs[1:]
+		q.mu.Unlock()
+		err := fabric.ErrClosed
+		if !p.closed.Load() {
+			err = p.read(j.pid, j.dst, j.addr)
+		}
+		go j.done(err)
+	}
+}
+
+// readGate, when set (by tests), holds every read until it receives.
+var readGate chan struct{}
 
 // ReadRemoteNow is ReadRemote that returns the outcome of the read instead
 // of handing it to a callback: the engine reads this way where the end of
@@ -185,6 +239,9 @@ func (p *Port) checkRemote(from fabric.Endpoint, dst []byte, desc []byte) (pid u
 
 // read fills dst from process pid's memory at addr and counts it.
 func (p *Port) read(pid uint32, dst []byte, addr uint64) error {
+	if readGate != nil {
+		<-readGate
+	}
 	if len(dst) > 0 {
 		if err := readFrom(int(pid), dst, addr); err != nil {
 			return err

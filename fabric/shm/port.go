@@ -76,6 +76,8 @@ type Port struct {
 
 	lost atomic.Pointer[func(fabric.Endpoint)] // OnPeerLost's function
 
+	reads readQueue // ReadRemote's reads (cma_linux.go)
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 
