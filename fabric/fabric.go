@@ -123,3 +123,28 @@ type Waiter interface {
 type Networked interface {
 	Network() string
 }
+
+// Placer is implemented by ports that can receive the body of a datagram
+// straight into memory the caller names (the buffer of a posted receive),
+// instead of into the port's own buffer from which the caller would copy
+// it.
+type Placer interface {
+	// Expect names where the bodies of the next datagrams are expected to
+	// go: the i-th datagram of the port's next receive that does not wait
+	// (a Poll, or the look without waiting that Receive, Park and Wait
+	// begin with) is received with its first head bytes into the port's
+	// buffer and the next len(bodies[i]) into bodies[i]. The port then
+	// calls fits(i, dg) for each datagram so received, dg its head bytes
+	// and n its length: true says the datagram is the one expected, and
+	// the port returns it as its head bytes alone, its body being in
+	// bodies[i]. For any other datagram the port copies what went into
+	// bodies[i] back into its own buffer and returns the datagram whole,
+	// as without expectations; what it wrote into bodies[i] stays there.
+	// The expectations serve one receive and are then forgotten. fits is
+	// called on the receiving goroutine and must not block.
+	//
+	// Expect(0, nil, nil) withdraws the expectations: once it returns,
+	// the port writes into none of the memory named before. It may be
+	// called from any goroutine, and never waits for a datagram.
+	Expect(head int, bodies [][]byte, fits func(i int, dg []byte, n int) bool)
+}

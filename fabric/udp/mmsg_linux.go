@@ -21,6 +21,13 @@ func sendmmsg(fd uintptr, hs []unix.Mmsghdr) (int, unix.Errno) {
 	return int(r), 0
 }
 
+// peekWait blocks until a datagram waits in the socket's queue (or
+// SO_RCVTIMEO runs out), without taking it.
+func peekWait(fd uintptr) unix.Errno {
+	_, _, e := unix.Syscall6(unix.SYS_RECVFROM, fd, 0, 0, unix.MSG_PEEK, 0, 0)
+	return e
+}
+
 // recvmmsg with MSG_DONTWAIT never blocks, so it is then a raw system
 // call, made without telling the scheduler (the step of a polling
 // thread's spin, where that cost as much as the call itself).

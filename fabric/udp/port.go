@@ -44,7 +44,12 @@ type Port struct {
 	sendPool sync.Pool // *sender
 	recvMu   sync.Mutex
 	rx       *receiver
-	pl       *poller
+	// placeMu guards the expectations (rx.exp, see Expect) and is held
+	// across a receive that uses them, so that Expect's withdrawal waits
+	// for the receive writing into the memory named.
+	placeMu   sync.Mutex
+	expecting atomic.Bool // rx.exp is not empty
+	pl        *poller
 
 	probe *mtuProber
 
@@ -57,6 +62,7 @@ type Port struct {
 var (
 	_ fabric.Port   = (*Port)(nil)
 	_ fabric.Waiter = (*Port)(nil)
+	_ fabric.Placer = (*Port)(nil)
 )
 
 var portIDs atomic.Uint64

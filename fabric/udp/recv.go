@@ -49,6 +49,19 @@ type receiver struct {
 	dirty int  // hdrs[:dirty] may hold what the kernel wrote back
 
 	timeo int64 // SO_RCVTIMEO now set on the socket, nanoseconds (0: none)
+
+	// Expectations (Expect), under p.placeMu: exp[i] is where the body
+	// of the i-th datagram of the next receive that does not wait goes,
+	// after expHead bytes of header; fits says whether it was the one
+	// expected. iov3 holds the three iovecs of each slot received so:
+	// header, expected body, and the rest of the slot's buffer (for a
+	// longer datagram). placing is the number of slots set up so for the
+	// call under way.
+	exp     [][]byte
+	expHead int
+	fits    func(i int, dg []byte, n int) bool
+	iov3    []unix.Iovec
+	placing int
 }
 
 func newReceiver(p *Port) *receiver {
@@ -61,6 +74,8 @@ func newReceiver(p *Port) *receiver {
 		buf:   make([]byte, b*RecvBufferSize),
 		segs:  make([][]byte, 0, b*maxGSOSegments),
 		dirty: b,
+		exp:   make([][]byte, 0, b),
+		iov3:  make([]unix.Iovec, 3*b),
 	}
 	if p.gro {
 		r.cspc += groCmsgSpace
@@ -145,6 +160,32 @@ func (p *Port) Interrupt() error {
 	}
 }
 
+// Expect names where the bodies of the next datagrams are expected (see
+// fabric.Placer). Only a receive that does not wait uses them (Poll, and
+// the look without waiting that Receive, Park and Wait begin with); they
+// serve until a receive returns datagrams. Expect(0, nil, nil) waits
+// for a receive using them to end, and withdraws them.
+func (p *Port) Expect(head int, bodies [][]byte, fits func(i int, dg []byte, n int) bool) {
+	p.placeMu.Lock()
+	r := p.rx
+	clear(r.exp)
+	r.exp = r.exp[:0]
+	r.fits = nil
+	if head > 0 && head < RecvBufferSize && fits != nil {
+		for _, b := range bodies {
+			if len(r.exp) == cap(r.exp) || len(b) == 0 || head+len(b) > RecvBufferSize {
+				break
+			}
+			r.exp = append(r.exp, b)
+		}
+		if len(r.exp) > 0 {
+			r.expHead, r.fits = head, fits
+		}
+	}
+	p.expecting.Store(len(r.exp) > 0)
+	p.placeMu.Unlock()
+}
+
 func (p *Port) receive(msgs [][]byte, how int, deadline int64) (int, error) {
 	if len(msgs) == 0 {
 		if p.closed.Load() {
@@ -175,6 +216,7 @@ func (p *Port) receiveLocked(msgs [][]byte, how int, deadline int64) (int, error
 	if err := p.pl.watch(p.fd, how == recvBlock || how == recvPark); err != nil {
 		return 0, err
 	}
+	looked := false
 	for {
 		if r.next < len(r.segs) {
 			n := copy(msgs, r.segs[r.next:])
@@ -182,10 +224,13 @@ func (p *Port) receiveLocked(msgs [][]byte, how int, deadline int64) (int, error
 			p.st.recvDatagrams.Add(uint64(n))
 			return n, nil
 		}
-		// Look without waiting first; then wait as asked.
+		// Look without waiting first; then wait as asked. (A Wait looks
+		// first only where it has expectations to use: a look costs a
+		// system call.)
 		fillHow := how
-		if how == recvBlock || how == recvPark {
+		if how == recvBlock || how == recvPark || how == recvWait && !looked && p.expecting.Load() {
 			fillHow = recvPoll
+			looked = true
 		}
 		got, err := r.fill(min(len(msgs), len(r.hdrs)), fillHow, deadline)
 		if p.closed.Load() {
@@ -203,7 +248,8 @@ func (p *Port) receiveLocked(msgs [][]byte, how int, deadline int64) (int, error
 		case how == recvPoll:
 			return 0, nil
 		case got > 0 || how == recvWait:
-			// Only interrupts or truncated buffers came: look again.
+			// Only interrupts or truncated buffers came (or a Wait's
+			// first look found nothing): look again.
 		default:
 			if err := p.pl.wait(); err != nil {
 				if p.closed.Load() {
@@ -220,11 +266,11 @@ func (p *Port) receiveLocked(msgs [][]byte, how int, deadline int64) (int, error
 // datagram (MSG_WAITFORONE), bounded by the deadline through SO_RCVTIMEO.
 func (r *receiver) fill(count, how int, deadline int64) (int, error) {
 	r.segs, r.next, r.woken = r.segs[:0], 0, false
-	flags := unix.MSG_DONTWAIT
-	if how != recvPoll {
-		flags = unix.MSG_WAITFORONE
-	}
 	for {
+		flags := unix.MSG_DONTWAIT
+		if how != recvPoll {
+			flags = unix.MSG_WAITFORONE
+		}
 		// The kernel writes back the headers of the datagrams it
 		// returns only: reset those (all of them after an error other
 		// than finding nothing).
@@ -240,7 +286,26 @@ func (r *receiver) fill(count, how int, deadline int64) (int, error) {
 				return 0, err
 			}
 		}
-		n, e := recvmmsg(uintptr(r.p.fd), r.hdrs[:count], flags)
+		k := count
+		placing := r.p.expecting.Load()
+		var e unix.Errno
+		if placing && how != recvPoll {
+			// Wait for a datagram without taking it, so that it is
+			// received with the expectations (a system call more).
+			e = peekWait(uintptr(r.p.fd))
+			flags = unix.MSG_DONTWAIT
+			placing = r.p.expecting.Load()
+		}
+		n := 0
+		locked := false
+		if e == 0 {
+			if placing {
+				r.p.placeMu.Lock()
+				locked = true
+				k = r.place(k)
+			}
+			n, e = recvmmsg(uintptr(r.p.fd), r.hdrs[:k], flags)
+		}
 		switch e {
 		case 0:
 			r.dirty = n
@@ -249,14 +314,18 @@ func (r *receiver) fill(count, how int, deadline int64) (int, error) {
 			// resetting all the headers took a fifth of its time).
 			r.dirty = 0
 		default:
-			r.dirty = count
+			r.dirty = k
+		}
+		if e == 0 && n > 0 {
+			r.p.st.recvCalls.Add(1)
+			r.split(n)
+		}
+		if locked {
+			r.unplace(e == 0 && n > 0)
+			r.p.placeMu.Unlock()
 		}
 		switch e {
 		case 0:
-			if n > 0 {
-				r.p.st.recvCalls.Add(1)
-				r.split(n)
-			}
 			return n, nil
 		case unix.EAGAIN:
 			if how == recvPoll {
@@ -305,6 +374,71 @@ func (r *receiver) setTimeout(deadline int64) error {
 	return nil
 }
 
+// place sets up the first of count slots to receive the bodies of the
+// expected datagrams into the memory named, and returns how many
+// datagrams to take: one more than expected at most, so that a batch
+// ends soon after the last region expected (the one more, when it
+// starts a message, lets the caller expect the rest of it next time).
+// p.placeMu is held.
+func (r *receiver) place(count int) int {
+	r.placing = min(len(r.exp), count)
+	if r.placing == 0 {
+		return count
+	}
+	count = min(count, r.placing+1)
+	for i, b := range r.exp[:r.placing] {
+		v := r.iov3[3*i : 3*i+3]
+		slot := r.buf[i*RecvBufferSize : (i+1)*RecvBufferSize]
+		v[0].Base = &slot[0]
+		v[0].SetLen(r.expHead)
+		v[1].Base = &b[0]
+		v[1].SetLen(len(b))
+		v[2].Base = &slot[r.expHead+len(b)]
+		v[2].SetLen(RecvBufferSize - r.expHead - len(b))
+		h := &r.hdrs[i].Hdr
+		h.Iov = &v[0]
+		h.SetIovlen(3)
+	}
+	return count
+}
+
+// unplace gives the slots set up by place their own buffers back, and
+// forgets the expectations once datagrams came. p.placeMu is held.
+func (r *receiver) unplace(got bool) {
+	for i := range r.placing {
+		h := &r.hdrs[i].Hdr
+		h.Iov = &r.iovs[i]
+		h.SetIovlen(1)
+		clear(r.iov3[3*i : 3*i+3])
+	}
+	r.placing = 0
+	if got {
+		clear(r.exp)
+		r.exp = r.exp[:0]
+		r.fits = nil
+		r.p.expecting.Store(false)
+	}
+}
+
+// settle makes buffer i, received with its body expected elsewhere, whole
+// (the body copied back behind the header), unless it is the datagram
+// expected: then it reports true and the datagram is its header alone.
+// p.placeMu is held.
+func (r *receiver) settle(i, n int, gro bool) bool {
+	off := i * RecvBufferSize
+	b := r.exp[i]
+	if n <= r.expHead {
+		return false
+	}
+	if !gro && n == r.expHead+len(b) && r.fits(i, r.buf[off:off+r.expHead:off+r.expHead], n) {
+		r.p.st.placed.Add(1)
+		return true
+	}
+	copy(r.buf[off+r.expHead:off+n], b)
+	r.p.st.misplaced.Add(1)
+	return false
+}
+
 // split turns the n filled buffers into datagrams, cutting GRO buffers at
 // their segment size and leaving out interrupts.
 func (r *receiver) split(n int) {
@@ -324,6 +458,10 @@ func (r *receiver) split(n int) {
 			continue
 		}
 		off := i * RecvBufferSize
+		if i < r.placing && r.settle(i, int(h.Len), seg > 0 && seg < int(h.Len)) {
+			r.segs = append(r.segs, r.buf[off:off+r.expHead:off+r.expHead])
+			continue
+		}
 		buf := r.buf[off : off+int(h.Len) : off+int(h.Len)]
 		if seg <= 0 || seg >= len(buf) {
 			r.segs = append(r.segs, buf)

@@ -23,6 +23,10 @@ type Stats struct {
 	// datagram received.
 	RecvOverflows uint64
 	Interrupts    uint64 // Interrupt calls that sent their datagram
+	// Placed counts the datagrams received with their body straight in
+	// the memory Expect named for them; Misplaced, those received so that
+	// were not the datagram expected, whose body was copied back.
+	Placed, Misplaced uint64
 }
 
 type stats struct {
@@ -30,6 +34,7 @@ type stats struct {
 	sendWaits, sendDropped                                        atomic.Uint64
 	recvCalls, recvDatagrams, groBuffers, recvTruncated           atomic.Uint64
 	recvOverflows, interrupts                                     atomic.Uint64
+	placed, misplaced                                             atomic.Uint64
 }
 
 // noteOverflow records the kernel's drop count (it only grows).
@@ -59,5 +64,7 @@ func (p *Port) Stats() Stats {
 		RecvTruncated: s.recvTruncated.Load(),
 		RecvOverflows: s.recvOverflows.Load(),
 		Interrupts:    s.interrupts.Load(),
+		Placed:        s.placed.Load(),
+		Misplaced:     s.misplaced.Load(),
 	}
 }

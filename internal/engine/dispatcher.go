@@ -20,6 +20,11 @@ type dispatcher struct {
 
 	prog progress // who receives and handles: see progress.go
 
+	// Receiving into place (placing.go): pl, the expectations told to
+	// the port; placeGen, bumped by each withdrawal of them.
+	pl       placingState
+	placeGen atomic.Uint64
+
 	// The reliable path (reliable.go): protected, the fabric protects
 	// datagram bodies (data sent on the port, on either path, has its
 	// header summed alone: wire.FlagBodyUnsummed, FlagReliable); holder, set when the port takes the path; holding,
@@ -157,8 +162,19 @@ var decodeDrop = map[error]int{
 func (d *dispatcher) handle(pkt []byte, now int64) {
 	e := d.e
 	d.c.fragsRecv.Add(1)
-	d.c.bytesRecv.Add(uint64(len(pkt)))
-	h, body, err := wire.Decode(pkt, e.cfg.JobKey)
+	var h wire.Header
+	var body []byte
+	var err error
+	if x := d.placedFor(pkt); x != nil {
+		// Its body was received in place (placing.go).
+		d.pl.cur = x
+		h, body = x.h, x.body
+		d.c.bytesRecv.Add(uint64(len(pkt) + len(body)))
+	} else {
+		d.pl.cur = nil
+		d.c.bytesRecv.Add(uint64(len(pkt)))
+		h, body, err = wire.Decode(pkt, e.cfg.JobKey)
+	}
 	if err != nil {
 		reason, ok := decodeDrop[err]
 		if !ok {

@@ -63,6 +63,9 @@ type mcb struct {
 	// fragment arrived; the fragments are then placed straight into the
 	// receive's buffer.
 	owner *Request
+	// expBy is the port told to expect fragments of the message in the
+	// owner's buffer (placing.go), if any. p.rxmu guards it.
+	expBy *dispatcher
 
 	rndv bool // a rendezvous announcement or done message (rndv.go)
 }
@@ -138,6 +141,12 @@ func (m *mcb) place(idx uint32, body []byte) bool {
 			off += uint64(k)
 		}
 	}
+	return m.arrived(idx, n)
+}
+
+// arrived records fragment idx (n bytes) as arrived, its bytes in place,
+// and reports whether the message is now complete.
+func (m *mcb) arrived(idx uint32, n uint64) bool {
 	m.setFrag(idx)
 	m.got++
 	m.gotBytes += n
@@ -280,6 +289,7 @@ func (m *mcb) clear() {
 	m.releaseChunks()
 	m.data, m.box = nil, nil
 	m.owner = nil
+	m.expBy = nil
 	m.hnext, m.tprev, m.tnext = nilMCB, nilMCB, nilMCB
 }
 

@@ -440,6 +440,7 @@ func (d *dispatcher) handleBatch(msgs [][]byte) {
 		}
 		msgs[i] = nil
 	}
+	d.expect() // where the next fragments go (placing.go)
 	d.flush()
 	if d.holder != nil {
 		d.holder.Handled() // senders waiting on the reliable path see it taken

@@ -115,6 +115,7 @@ func (e *Engine) claimPostedLocked(p *peer, m *mcb, anyBuf bool) *Request {
 // past it (what arrived was accepted; the rest waits for budget as any
 // message does). p.rxmu is held.
 func (e *Engine) disownLocked(m *mcb) {
+	m.unexpect()
 	r := m.owner
 	m.owner = nil
 	r.owned = nil
@@ -349,6 +350,7 @@ func (e *Engine) dropOwnedLocked(p *peer, err error) {
 // releaseOwnerLocked detaches the receive that owns m, which is being dropped,
 // and fails it with err or, with a nil err, posts it again. p.rxmu is held.
 func (e *Engine) releaseOwnerLocked(m *mcb, err error) {
+	m.unexpect()
 	r := m.owner
 	m.owner, m.data = nil, nil
 	r.owned = nil

@@ -66,6 +66,7 @@ const reliableCaps = fabric.Reliable | fabric.Protected
 func (d *dispatcher) adoptCaps() {
 	caps := fabric.CapsOf(d.fab)
 	d.protected = caps.Has(fabric.Protected)
+	d.initPlacing()
 	if h, ok := d.fab.(fabric.Holder); ok && caps.Has(reliableCaps) {
 		d.holder = h
 	}

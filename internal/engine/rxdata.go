@@ -118,6 +118,13 @@ func (d *dispatcher) fragmentLocked(p *peer, h *wire.Header, body []byte) {
 	rx := &p.rx
 	m := rx.inprog[h.MsgID]
 	fresh := m == nil
+	x := d.pl.cur
+	if x != nil && (fresh || !m.fits(h) || (!m.hasFrag(h.FragIndex) && !d.inPlace(x, m, h))) {
+		// Received in place into a buffer its receive has let go since:
+		// dropped unread, as if lost.
+		d.c.placedLost.Add(1)
+		return
+	}
 	if fresh {
 		if m = d.startMessageLocked(p, h); m == nil {
 			return
@@ -140,7 +147,16 @@ func (d *dispatcher) fragmentLocked(p *peer, h *wire.Header, body []byte) {
 		d.busy = append(d.busy, busyReply{p, *h})
 		return
 	}
-	complete := m.place(h.FragIndex, body)
+	var complete bool
+	if x != nil {
+		complete = m.arrived(h.FragIndex, uint64(len(body)))
+		d.c.fragsInPlace.Add(1)
+	} else {
+		complete = m.place(h.FragIndex, body)
+	}
+	if m.owner != nil {
+		d.notePlaced(p, m, h.FragIndex)
+	}
 	rx.mark(h.Seq)
 	if !rx.inOrder() {
 		rx.ackNow = true

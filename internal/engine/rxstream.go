@@ -132,13 +132,14 @@ func (rx *rxStream) partial() bool {
 
 // firstFor reports whether receive r can take message msgID before it is
 // accepted: every message before it from this peer was accepted already,
-// or is known (in progress or held) and does not match r. A message not
-// seen at all yet might match r, and would have to go first.
+// or is known (in progress or held) and does not match r or is owned by
+// a receive of its own (posted before r). A message not seen at all yet
+// might match r, and would have to go first.
 func (rx *rxStream) firstFor(r *Request, msgID uint64) bool {
 	known := uint64(0)
 	for id, o := range rx.inprog {
 		if id < msgID {
-			if o.key.dstThread == r.dstThread && matches(r, o.key) {
+			if o.owner == nil && o.key.dstThread == r.dstThread && matches(r, o.key) {
 				return false
 			}
 			known++
@@ -146,7 +147,7 @@ func (rx *rxStream) firstFor(r *Request, msgID uint64) bool {
 	}
 	for id, o := range rx.held {
 		if id < msgID {
-			if o != nil && o.key.dstThread == r.dstThread && matches(r, o.key) {
+			if o != nil && o.owner == nil && o.key.dstThread == r.dstThread && matches(r, o.key) {
 				return false
 			}
 			known++

@@ -63,6 +63,12 @@ type PortStats struct {
 	// MessagesInPlace counts the messages received straight into the
 	// buffer of a receive posted before they arrived (no second copy).
 	MessagesInPlace uint64
+	// FragsInPlace counts the fragments the fabric received straight into
+	// a receive's buffer, where they were expected (no copy at all);
+	// PlacedLost, those dropped unread because their receive let the
+	// buffer go meanwhile; Withdrawals, the times the fabric's
+	// expectations were taken back before a receive let its buffer go.
+	FragsInPlace, PlacedLost, Withdrawals uint64
 
 	// AcksDeferred counts the acknowledgements held back for data going
 	// the other way to carry them (a reply was likely); AcksLate, those of
@@ -99,7 +105,8 @@ type counters struct {
 	msgsRecv, msgsSent, sendErrs, recvErrs     atomic.Uint64
 	drops                                      [nDrops]atomic.Uint64
 
-	inPlace atomic.Uint64
+	inPlace                               atomic.Uint64
+	fragsInPlace, placedLost, withdrawals atomic.Uint64
 
 	acksDeferred, acksLate atomic.Uint64
 
@@ -125,6 +132,9 @@ func (c *counters) snapshot(s *PortStats) {
 	s.MessagesRecv = c.msgsRecv.Load()
 	s.MessagesSent = c.msgsSent.Load()
 	s.MessagesInPlace = c.inPlace.Load()
+	s.FragsInPlace = c.fragsInPlace.Load()
+	s.PlacedLost = c.placedLost.Load()
+	s.Withdrawals = c.withdrawals.Load()
 	s.AcksDeferred = c.acksDeferred.Load()
 	s.AcksLate = c.acksLate.Load()
 	s.BundlesSent = c.bundlesSent.Load()

@@ -270,6 +270,16 @@ func checksum(head, body []byte) uint64 {
 // Decode parses and validates the datagram pkt for job key. It returns the
 // header and the body (aliasing pkt).
 func Decode(pkt []byte, jobKey uint64) (Header, []byte, error) {
+	if len(pkt) < HeaderSize {
+		return Header{}, nil, ErrShort
+	}
+	return DecodeSplit(pkt[:HeaderSize], pkt[HeaderSize:], jobKey)
+}
+
+// DecodeSplit is Decode of a datagram received in two places: its header
+// pkt (HeaderSize bytes at least, the rest ignored) and its body. It
+// returns body as the datagram's body.
+func DecodeSplit(pkt, body []byte, jobKey uint64) (Header, []byte, error) {
 	var h Header
 	if len(pkt) < HeaderSize {
 		return h, nil, ErrShort
@@ -302,10 +312,9 @@ func Decode(pkt []byte, jobKey uint64) (Header, []byte, error) {
 	h.SrcInc = le.Uint32(pkt[80:])
 	h.DstInc = le.Uint32(pkt[84:])
 	h.AckCum = le.Uint64(pkt[88:])
-	if uint64(h.BodyLen) != uint64(len(pkt)-HeaderSize) {
+	if uint64(h.BodyLen) != uint64(len(body)) {
 		return h, nil, ErrLength
 	}
-	body := pkt[HeaderSize:]
 	if le.Uint64(pkt[72:]) != checksum(pkt, summed(pkt, body)) {
 		return h, nil, ErrChecksum
 	}

@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric/faulty"
+)
+
+// quickPattern is n bytes that differ from one 8-byte word to the next
+// and from one seed to another (cheaper than pattern for 64 MiB).
+func quickPattern(n int, seed uint64) []byte {
+	b := make([]byte, n+8)
+	for i := 0; i < n; i += 8 {
+		binary.LittleEndian.PutUint64(b[i:], seed<<40^uint64(i)*0x9e3779b97f4a7c15)
+	}
+	return b[:n:n]
+}
+
+func placedStats(e *Engine) (inPlace, lost, withdrawals uint64) {
+	for _, s := range e.Stats() {
+		inPlace += s.FragsInPlace
+		lost += s.PlacedLost
+		withdrawals += s.Withdrawals
+	}
+	return
+}
+
+// Messages of every size from two senders at once, each received into
+// a receive posted before it arrives, come out whole over UDP, where the
+// port receives the expected fragments' bodies straight into the
+// receives' buffers: the fragments of the two streams interleave, so the
+// port's expectations are met for some datagrams and missed for others.
+// A lone large message is mostly received with no copy at all.
+func TestReceiveInPlaceOverUDP(t *testing.T) {
+	es := udpEngines(t, 3, Blocking)
+	rx := es[2]
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for k, size := range []int{0, 1, 4095, ownMin, 64 << 10, 64<<10 + 7, 300 << 10, 2<<20 + 5, 5 << 20} {
+		var recvs [2]*Request
+		var data [2][]byte
+		for j := range 2 {
+			data[j] = quickPattern(size, uint64(10*k+j))
+			recvs[j] = rx.newRecv(4, ProcID(j), 3, 9, make([]byte, size))
+			rx.post(recvs[j])
+		}
+		sends := [2]*Request{send(t, es[0], 3, 2, 4, 9, data[0]), send(t, es[1], 3, 2, 4, 9, data[1])}
+		for j := range 2 {
+			if err := sends[j].Wait(ctx); err != nil {
+				t.Fatalf("%d bytes from %d: send: %v", size, j, err)
+			}
+			if err := recvs[j].Wait(ctx); err != nil {
+				t.Fatalf("%d bytes from %d: receive: %v", size, j, err)
+			}
+			if !bytes.Equal(recvs[j].Data(), data[j]) {
+				t.Fatalf("%d bytes from %d: data differ", size, j)
+			}
+		}
+	}
+	in0, lost0, _ := placedStats(rx)
+	if in0 == 0 {
+		t.Fatal("no fragment was received in place")
+	}
+	// A lone 64 MiB message.
+	const big = 64 << 20
+	data := quickPattern(big, 99)
+	r := rx.newRecv(4, 0, 3, 9, make([]byte, big))
+	rx.post(r)
+	s := send(t, es[0], 3, 2, 4, 9, data)
+	if err := s.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Wait(ctx); err != nil || !bytes.Equal(r.Data(), data) {
+		t.Fatalf("64 MiB: %v, equal %v", err, bytes.Equal(r.Data(), data))
+	}
+	in1, lost1, _ := placedStats(rx)
+	frags := rx.Stats()[0].FragsRecv
+	t.Logf("fragments in place: %d of the two streams, %d of the lone one (%d fragments received in all); lost %d",
+		in0, in1-in0, frags, lost1)
+	if n := uint64(big / (64 << 10)); (in1-in0)*4 < n {
+		t.Fatalf("%d fragments of a lone 64 MiB message received in place, want at least %d", in1-in0, n/4)
+	}
+	if lost1 != lost0 || lost0 != 0 {
+		t.Fatalf("%d fragments received in place dropped with no receive cancelled", lost1)
+	}
+}
+
+// With losses, duplicates, corruption and reordering on the way, the
+// messages still come out whole: the datagrams not where the port
+// expected them are copied and handled as any other.
+func TestReceiveInPlaceFaulty(t *testing.T) {
+	a, b := udpPort(t), udpPort(t)
+	fa := faulty.Wrap(a, faulty.Faults{Seed: 3, Loss: 0.05, Duplicate: 0.05, Reorder: 0.1, Corrupt: 0.02})
+	tx, rx := pair(t, fa, b, Config{MinRTO: time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const n = 6
+	var recvs [n]*Request
+	var data [n][]byte
+	for k := range n {
+		data[k] = quickPattern(1<<20+k*333, uint64(k))
+		recvs[k] = rx.newRecv(4, 0, 3, 9, make([]byte, len(data[k])))
+		rx.post(recvs[k])
+	}
+	var sends [n]*Request
+	for k := range n {
+		sends[k] = send(t, tx, 3, 1, 4, 9, data[k])
+	}
+	for k := range n {
+		if err := sends[k].Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := recvs[k].Wait(ctx); err != nil || !bytes.Equal(recvs[k].Data(), data[k]) {
+			t.Fatalf("message %d: %v, equal %v", k, err, bytes.Equal(recvs[k].Data(), data[k]))
+		}
+	}
+	// How many were expected where they came depends on the timing.
+	in, _, _ := placedStats(rx)
+	us := b.Stats()
+	t.Logf("in place %d, port placed %d, misplaced %d; faults %+v; engine %+v", in, us.Placed, us.Misplaced, fa.Stats(), rx.Stats()[0])
+
+}
+
+// A receive cancelled in the middle of a message placed into its buffer
+// gets its buffer back for good: nothing is written into it after Cancel
+// returns, and the message, kept by the engine, completes a later receive
+// whole.
+func TestReceiveInPlaceCancel(t *testing.T) {
+	es := udpEngines(t, 2, Blocking)
+	tx, rx := es[0], es[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cancelled := 0
+	for round := range 4 {
+		const size = 32 << 20
+		data := quickPattern(size, uint64(round))
+		buf := make([]byte, size)
+		r1 := rx.newRecv(4, 0, 3, 9, buf)
+		rx.post(r1)
+		before, _, _ := placedStats(rx)
+		s := send(t, tx, 3, 1, 4, 9, data)
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			in, _, _ := placedStats(rx)
+			if in > before+4 {
+				break
+			}
+			if done, _ := r1.Test(); time.Now().After(deadline) || done {
+				t.Fatal("no fragment received in place before the message ended")
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		r1.Cancel()
+		if err := r1.Wait(ctx); err != ErrCanceled {
+			// Completed before it was cancelled: the message is its.
+			if err != nil || !bytes.Equal(r1.Data(), data) {
+				t.Fatalf("round %d: %v, equal %v", round, err, bytes.Equal(r1.Data(), data))
+			}
+			if err := s.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		cancelled++
+		for i := range buf {
+			buf[i] = 0xa5
+		}
+		r2 := rx.newRecv(4, 0, 3, 9, make([]byte, size))
+		rx.post(r2)
+		if err := s.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := r2.Wait(ctx); err != nil || !bytes.Equal(r2.Data(), data) {
+			t.Fatalf("round %d: the later receive: %v, equal %v", round, err, bytes.Equal(r2.Data(), data))
+		}
+		for i, c := range buf {
+			if c != 0xa5 {
+				t.Fatalf("round %d: byte %d of the cancelled receive's buffer written after Cancel (%s)",
+					round, i, fmt.Sprint(rx.Stats()[0].Withdrawals))
+			}
+		}
+	}
+	_, _, w := placedStats(rx)
+	t.Logf("%d of 4 receives cancelled in the middle of their message; %d withdrawals", cancelled, w)
+	if cancelled == 0 || w == 0 {
+		t.Fatalf("%d receives cancelled in the middle of their message, %d withdrawals", cancelled, w)
+	}
+}
