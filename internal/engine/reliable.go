@@ -274,6 +274,20 @@ func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
 		return false, nil
 	}
 	tw, _ := f.(takenWaiter)
+	d := r.rt.disp
+	// While it spins, the thread drives the port, taking it from the
+	// dispatcher if no other thread waits on it (as a receive's wait
+	// does) once the message is not taken at the first look: the answer to the message often comes before the
+	// destination is seen to take it, and left to a dispatcher asleep in
+	// the fabric it costs a wake-up, after which the receive that follows
+	// finds it there, never waits and so never takes the port back (a
+	// state that holds once entered: every answer through the dispatcher).
+	led := false
+	defer func() {
+		if led {
+			d.letGo()
+		}
+	}()
 	start := nanotime()
 	for i := 0; ; i++ {
 		taken, err := f.Taken(r.rt.ep)
@@ -291,9 +305,17 @@ func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
 				return false, nil
 			}
 		}
-		r.rt.disp.helpDrive()
+		if i == 0 && d.prog.waiter != nil {
+			led = d.tryLead()
+		}
+		d.helpDrive(led)
+		spinning := nanotime()-start < int64(driveSpin)
+		if led && !spinning {
+			d.letGo()
+			led = false
+		}
 		switch {
-		case nanotime()-start < int64(driveSpin):
+		case spinning:
 			// As a driving thread's spin does (driveSpin): the
 			// destination may wait for this very CPU to take the
 			// message, and runtime.Gosched does not give it up.
@@ -326,16 +348,20 @@ type takenWaiter interface {
 	WaitTaken(to fabric.Endpoint, d time.Duration)
 }
 
-// helpDrive handles what waits in the port if nobody drives it, so that
-// a thread waiting for its destination to take a message also takes what
-// the destination sends meanwhile (two processes sending to each other at
-// once would otherwise wait for their dispatchers).
-func (d *dispatcher) helpDrive() {
+// helpDrive handles what waits in the port if the caller holds the token
+// (led) or nobody drives the port, so that a thread waiting for its
+// destination to take a message also takes what the destination sends
+// meanwhile (two processes sending to each other at once would otherwise
+// wait for their dispatchers).
+func (d *dispatcher) helpDrive(led bool) {
 	pr := &d.prog
-	if pr.state.Load() != tokFree || !pr.drive.TryLock() {
+	if !led && pr.state.Load() != tokFree || !pr.drive.TryLock() {
 		return
 	}
 	if k, err := d.fab.Poll(pr.msgs); k > 0 && err == nil {
+		if led {
+			pr.threadBatches.Add(1)
+		}
 		d.keepsDue = false
 		d.handleBatch(pr.msgs[:k])
 	}
