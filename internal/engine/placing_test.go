@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric/faulty"
+	"github.com/pcor-go/pcor/internal/wire"
 )
 
 // quickPattern is n bytes that differ from one 8-byte word to the next
@@ -189,5 +190,68 @@ func TestReceiveInPlaceCancel(t *testing.T) {
 	t.Logf("%d of 4 receives cancelled in the middle of their message; %d withdrawals", cancelled, w)
 	if cancelled == 0 || w == 0 {
 		t.Fatalf("%d receives cancelled in the middle of their message, %d withdrawals", cancelled, w)
+	}
+}
+
+// A fragment the port received in place is counted only while its
+// region still belongs to the message's receive under the expectations
+// it came with: after a withdrawal (a receive let its buffer go) or once
+// the receive no longer owns the message, it is dropped unread, as if
+// lost, and the sender sends it again.
+func TestPlacedFragmentChecked(t *testing.T) {
+	e, err := New(Config{Proc: 1, JobKey: 0xfeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	const frag, nfrag = 16 << 10, 4
+	buf := make([]byte, frag*nfrag)
+	r := e.newRecv(4, 0, 3, 9, buf)
+	e.post(r)
+	p := newPeer(e, 0)
+	d := &dispatcher{e: e}
+	data := quickPattern(frag*nfrag, 5)
+	hdr := func(i uint32) wire.Header {
+		return wire.Header{Kind: wire.Data, JobKey: 0xfeed, SrcProc: 0, DstProc: 1, SrcThread: 3, DstThread: 4, Tag: 9,
+			FragSize: frag, Total: frag * nfrag, FragIndex: i, Seq: uint64(i), BodyLen: frag}
+	}
+	body := func(i uint32) []byte { return data[i*frag : (i+1)*frag] }
+	p.rxmu.Lock()
+	defer func() {
+		if p.watch != nil {
+			p.watch.Stop()
+		}
+		p.rxmu.Unlock()
+	}()
+	h := hdr(0)
+	d.fragmentLocked(p, &h, body(0)) // copied, and the receive takes the message
+	m := p.rx.inprog[0]
+	if m == nil || m.owner != r {
+		t.Fatal("the receive did not take the message")
+	}
+	placed := func(i uint32) *placedDg {
+		copy(buf[i*frag:], body(i)) // as the port's receive wrote it
+		return &placedDg{h: hdr(i), body: buf[i*frag : (i+1)*frag], m: m, gen: d.placeGen.Load()}
+	}
+	handle := func(x *placedDg) {
+		d.pl.cur = x
+		d.fragmentLocked(p, &x.h, x.body)
+		d.pl.cur = nil
+	}
+	handle(placed(1))
+	if !m.hasFrag(1) || d.c.fragsInPlace.Load() != 1 {
+		t.Fatalf("fragment received in place not counted (in place %d)", d.c.fragsInPlace.Load())
+	}
+	x := placed(2)
+	d.placeGen.Add(1) // a withdrawal since
+	handle(x)
+	if m.hasFrag(2) || d.c.placedLost.Load() != 1 {
+		t.Fatal("fragment received under withdrawn expectations counted")
+	}
+	x = placed(3)
+	e.disownLocked(m) // its receive let the buffer go
+	handle(x)
+	if m.hasFrag(3) || d.c.placedLost.Load() != 2 {
+		t.Fatal("fragment received into a buffer its receive let go counted")
 	}
 }
