@@ -32,6 +32,11 @@ type PortStats struct {
 	// straight into the buffer of a receive posted before they arrived
 	// (an Irecv ahead of the message), with no second copy.
 	MessagesInPlace uint64
+	// FragsInPlace counts the fragments whose bytes the fabric received
+	// straight into such a receive's buffer, where they were expected (no
+	// copy at all: the UDP fabric); PlacedLost, those dropped unread
+	// because the receive let its buffer go meanwhile (sent again).
+	FragsInPlace, PlacedLost uint64
 
 	// AcksDeferred counts the acknowledgements held back for data going
 	// the other way (a reply) to carry them; AcksLate, those of them sent
@@ -70,6 +75,7 @@ func portStats(s engine.PortStats) PortStats {
 		Forwarded: s.Forwarded, Drops: s.Drops, DroppedTotal: s.DroppedTotal,
 		MessagesRecv: s.MessagesRecv, MessagesSent: s.MessagesSent,
 		SendErrors: s.SendErrors, ReceiveErrors: s.ReceiveErrors, MessagesInPlace: s.MessagesInPlace,
+		FragsInPlace: s.FragsInPlace, PlacedLost: s.PlacedLost,
 		AcksDeferred: s.AcksDeferred, AcksLate: s.AcksLate,
 		BundlesSent: s.BundlesSent, MessagesBundled: s.MessagesBundled,
 		Leads: s.Leads, Steals: s.Steals, Handbacks: s.Handbacks, GiveBacks: s.GiveBacks, Reclaims: s.Reclaims,

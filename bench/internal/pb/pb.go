@@ -110,10 +110,11 @@ func Counters(node *pcor.Node) map[string]uint64 {
 		c["busy-sent"] += s.BusySent
 		c["busy-recv"] += s.BusyRecv
 		c["dropped"] += s.DroppedTotal
+		c["frags-in-place"] += s.FragsInPlace
 	}
 	return c
 }
 
 // CounterNames orders the keys of Counters for printing.
 var CounterNames = []string{"frags-sent", "msgs-sent", "bundles", "msgs-bundled", "frags-recv", "acks-sent", "acks-deferred", "acks-late", "thread-batches", "dispatcher-batches", "sleeps",
-	"leads", "steals", "handbacks", "givebacks", "reclaims", "retransmits", "busy-sent", "busy-recv", "dropped"}
+	"leads", "steals", "handbacks", "givebacks", "reclaims", "retransmits", "busy-sent", "busy-recv", "dropped", "frags-in-place"}
