@@ -338,3 +338,47 @@ func TestEmptyPollResetsNoHeader(t *testing.T) {
 		}
 	}
 }
+
+// TestRecvOffersWhatComes: a port receiving one datagram at a time, with
+// empty looks between (a polling ping-pong), offers recvmmsg one buffer,
+// so that the call does not look for a second datagram; a backlog grows
+// the offer back to the whole batch.
+func TestRecvOffersWhatComes(t *testing.T) {
+	p := listen(t, "127.0.0.1:0", Config{})
+	a := listen(t, "127.0.0.1:0", Config{})
+	to := endpoint(t, p)
+	msgs := make([][]byte, p.BatchSize())
+	poll := func(want int) {
+		t.Helper()
+		got := 0
+		for deadline := time.Now().Add(5 * time.Second); got < want && time.Now().Before(deadline); {
+			n, err := p.Poll(msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got += n
+		}
+		if got != want {
+			t.Fatalf("received %d datagrams of %d", got, want)
+		}
+	}
+	for i := range 20 {
+		a.Send([]fabric.Datagram{{Body: []byte("ping"), To: to}})
+		poll(1)
+		if n, err := p.Poll(msgs); n != 0 || err != nil { // the wait for the next
+			t.Fatalf("Poll of an empty port = %d, %v", n, err)
+		}
+		if p.rx.want > 1 {
+			t.Fatalf("after %d single datagrams recvmmsg is offered %d buffers", i+1, p.rx.want)
+		}
+	}
+	const burst = 100
+	for range burst {
+		a.Send([]fabric.Datagram{{Body: []byte("burst"), To: to}})
+	}
+	calls := p.Stats().RecvCalls
+	poll(burst)
+	if c := p.Stats().RecvCalls - calls; c > 20 {
+		t.Fatalf("a backlog of %d datagrams took %d receive calls", burst, c)
+	}
+}
