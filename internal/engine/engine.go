@@ -73,7 +73,7 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Proc == AnyProc {
 		return nil, errors.New("pcor: invalid process id")
 	}
-	e := &Engine{cfg: cfg, closing: make(chan struct{}), spinMax: spinLimit(runtime.GOMAXPROCS(0))}
+	e := &Engine{cfg: cfg, closing: make(chan struct{}), spinMax: int32(runtime.GOMAXPROCS(0) - 1)}
 	for e.inc == 0 {
 		e.inc = rand.Uint32()
 	}

@@ -6,29 +6,17 @@ import "runtime"
 //
 // A thread about to block on its request (chanWait) first checks it a few
 // times, giving its processor to other goroutines in between, as long as
-// fewer than GOMAXPROCS others do the same (spinLimit). Between threads of
-// one process the answer to a message often comes within a microsecond,
-// from a goroutine running on another processor: the spin then ends
-// without the thread parking and the answering one waking it, which costs
-// more than the message. In a ping-pong the answering thread is often
-// still in its own spin, just ended, when this one starts waiting: a limit
-// of GOMAXPROCS-1 made the waiter park then, nearly every other message
-// with two processors (round trip 1.55-1.95 against 1.15-1.39 µs). A
-// spinner yields between checks, so the goroutine it waits for still runs
-// when every processor has one. With a single processor the thread blocks
-// at once. Spins that end with the request still pending
+// fewer than GOMAXPROCS-1 others do the same. Between threads of one
+// process the answer to a message often comes within a microsecond, from
+// a goroutine running on another processor: the spin then ends without the
+// thread parking and the answering one waking it, which costs more than
+// the message. With a single processor, or all the others spinning, the
+// thread blocks at once, so that spinners never keep the goroutine they
+// wait for from running. Spins that end with the request still pending
 // cost their yields for nothing (many threads each waiting for its own
 // stream, answers slower than a spin): spinScore follows how spins end,
 // and while more of the recent ones failed than succeeded only one wait
 // in spinProbe spins, to notice when spinning pays again.
-
-// spinLimit is how many threads may spin at once with procs processors.
-func spinLimit(procs int) int32 {
-	if procs < 2 {
-		return 0
-	}
-	return int32(procs)
-}
 
 // waitSpins is how many times a thread checks its request, yielding
 // between checks, before it blocks (each yield takes 0.1-0.3 µs).

@@ -108,27 +108,3 @@ func TestSpinBacksOff(t *testing.T) {
 		t.Fatal("no wait skipped its spin after spins kept failing")
 	}
 }
-
-// TestSpinBesideAnotherSpinner: with two processors a waiter spins while
-// another thread still spins (in a ping-pong the answering thread is often
-// just ending its own spin), and with one processor no thread spins.
-func TestSpinBesideAnotherSpinner(t *testing.T) {
-	e, err := New(Config{Proc: 0, JobKey: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	if n := spinLimit(1); n != 0 {
-		t.Fatalf("with one processor %d threads may spin", n)
-	}
-	e.spinMax = spinLimit(2)
-	e.spinners.Store(1) // another thread spins
-	r := newRequest(e, recvReq)
-	r.complete(nil)
-	if !r.spin() {
-		t.Fatal("with two processors a waiter did not spin beside another spinner")
-	}
-	if n := e.spinners.Load(); n != 1 {
-		t.Fatalf("%d spinners after the spin, want the other one", n)
-	}
-}
