@@ -161,9 +161,11 @@ func child(role string) error {
 func measureLink(ctx context.Context, th *pcor.Thread, peer pcor.Addr, l routing.Link) (linkResult, error) {
 	res := linkResult{Link: l.Network}
 	var prices routing.Prices
+	t0 := time.Now()
 	if err := Measure(ctx, th, peer, l, &prices, fitSizes, 15); err != nil {
 		return res, err
 	}
+	took := time.Since(t0)
 	prices.Refit()
 	fit, ok := prices.Fit(l)
 	if !ok {
@@ -226,6 +228,11 @@ func measureLink(ctx context.Context, th *pcor.Thread, peer pcor.Addr, l routing
 			fmt.Fprintf(&b, " %d B %.0f µs,", s, 1e6*oneWay[s])
 		}
 		fmt.Fprintf(os.Stderr, "link %s, the ping-pong's median one-way times:%s\n", l.Network, strings.TrimSuffix(b.String(), ","))
+		b.Reset()
+		for _, o := range perfmodel.Summarize(prices.Samples(l), perfmodel.Rule{}) {
+			fmt.Fprintf(&b, " %.0f B %.1f µs,", o.N, 1e6*o.Median)
+		}
+		fmt.Fprintf(os.Stderr, "link %s, the probes' median one-way times (measured in %v):%s\n", l.Network, took.Round(time.Microsecond), strings.TrimSuffix(b.String(), ","))
 	}
 	// The ping-pong's medians at the probe sizes, priced alike.
 	var alike routing.Prices

@@ -19,8 +19,8 @@ const (
 	TagStop pcor.Tag = 0x5053
 )
 
-// echoBurst is how long Echo keeps receiving from the sender of the last
-// probe with a Recv (which drives the port) before it waits outside the
+// echoBurst is how long Echo keeps receiving probes with a Recv (which
+// drives the port) after the last one came, before it waits outside the
 // port's progress again.
 const echoBurst = 100 * time.Millisecond
 
@@ -33,9 +33,13 @@ const echoBurst = 100 * time.Millisecond
 // dispatcher, so the process's own probes would come through the
 // dispatcher and a thread wake-up (about 15 µs more one way on a veth
 // pair: a link measured right after its process's Echo started was
-// priced 25-120% slow). Once a probe came it receives its sender's next
-// ones with a Recv, which drives the port, until that sender is silent
-// for echoBurst.
+// priced 25-120% slow). Once a probe came it receives the next ones with
+// a Recv, which drives the port, until no probe has come for echoBurst.
+// That Recv takes probes from any sender: one from a single sender left
+// every other node's probes queued until that sender had been silent for
+// echoBurst (a link measured right after another node measured its own
+// link to the same Echo waited 100 ms for its first answer, and one
+// measured while another node kept probing waited as long as that did).
 func Echo(ctx context.Context, th *pcor.Thread) error {
 	// handle answers m; stop reports TagStop, skip an error to pass over.
 	handle := func(m pcor.Message, err error) (stop, skip bool, _ error) {
@@ -79,10 +83,10 @@ func Echo(ctx context.Context, th *pcor.Thread) error {
 		}
 		for ctx.Err() == nil {
 			bctx, cancel := context.WithTimeout(ctx, echoBurst)
-			m2, err := th.Recv(bctx, m.Src, pcor.AnyTag)
+			m2, err := th.Recv(bctx, pcor.Any, pcor.AnyTag)
 			cancel()
 			if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
-				break // the sender went silent
+				break // the senders went silent
 			}
 			stop, skip, err := handle(m2, err)
 			if stop || err != nil {

@@ -128,3 +128,78 @@ func TestEchoLeavesPortToProbes(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// An Echo answers every node that probes it, also while another keeps
+// probing: probes from one sender do not hold back another's until they
+// stop (a link measured right after, or while, another node measured its
+// own link to the same Echo waited for that node to be silent).
+func TestEchoAnswersEverySender(t *testing.T) {
+	var nodes []*pcor.Node
+	for p := range 3 {
+		n, err := pcor.NewNode(pcor.Config{Proc: pcor.ProcID(p), JobKey: 0x70726f6265, Listen: []pcor.Listen{{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, n)
+	}
+	for i, n := range nodes {
+		for j, m := range nodes {
+			if i != j {
+				if err := n.AddPeer(pcor.Peer{Proc: pcor.ProcID(j), Addr: m.Endpoints()[0].Addr}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	echo := nodes[2].NewThread()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := Echo(ctx, echo); err != nil {
+			t.Error(err)
+		}
+	}()
+	// The first sender probes until the second has its answer, at most
+	// maxTrips round trips.
+	const maxTrips = 20000
+	first, second := nodes[0].NewThread(), nodes[1].NewThread()
+	started, answered := make(chan struct{}), make(chan struct{})
+	stillProbing := make(chan bool, 1)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		buf := make([]byte, 16)
+		for i := range maxTrips {
+			if i == 20 {
+				close(started)
+			}
+			select {
+			case <-answered:
+				stillProbing <- true
+				return
+			default:
+			}
+			if _, err := RoundTrip(ctx, first, echo.Addr(), buf); err != nil {
+				t.Error(err)
+				break
+			}
+		}
+		stillProbing <- false
+	}()
+	<-started
+	if _, err := RoundTrip(ctx, second, echo.Addr(), make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	close(answered)
+	if !<-stillProbing {
+		t.Errorf("the second sender was answered only after the first stopped probing (%d round trips)", maxTrips)
+	}
+	if err := first.Send(ctx, echo.Addr(), TagStop, nil); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+}
