@@ -77,9 +77,10 @@ func (p *pricer) close() {
 // life would count as one of the port's waiters, and the application's
 // threads could no longer take the port from the dispatcher. Such a wait
 // costs a probe up to the dispatcher's grace (a millisecond), so once a
-// probe came the echo receives its sender's next ones with a Recv, which
-// drives the port, until that sender stays silent for echoBurst: a round
-// opens with an untimed round trip.
+// probe came the echo receives the next ones, from any sender, with a Recv,
+// which drives the port, until no probe has come for echoBurst: a round
+// opens with an untimed round trip. A node that probes while another does
+// is answered at once, not after the other's burst.
 func (n *Node) echoProbes(ctx context.Context) {
 	ep := n.eng.Endpoint(engine.ThreadID(PriceThread))
 	buf := make([]byte, routing.ProbeSizes[len(routing.ProbeSizes)-1])
@@ -104,10 +105,9 @@ func (n *Node) echoProbes(ctx context.Context) {
 			continue // truncated, or its sender gone
 		}
 		reply(r)
-		src, _ := r.Source()
 		for ctx.Err() == nil {
 			bctx, cancel := context.WithTimeout(ctx, echoBurst)
-			r, err := ep.Recv(bctx, src, engine.AnyThread, engine.AnyTag, buf)
+			r, err := ep.Recv(bctx, engine.AnyProc, engine.AnyThread, engine.AnyTag, buf)
 			cancel()
 			if err != nil {
 				break

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -147,5 +148,74 @@ func TestParsePriceEvery(t *testing.T) {
 		if (err == nil) != c.ok || got != c.want {
 			t.Errorf("ParsePriceEvery(%q) = %v, %v; want %v (ok %v)", c.in, got, err, c.want, c.ok)
 		}
+	}
+}
+
+// TestPriceEchoAnswersEverySender: while one process probes a node's
+// PriceThread in a burst, a second process's probe is answered too, not
+// only once the first has been silent for echoBurst. The first prober
+// goes on until the second has its answer, at most maxTrips round trips.
+func TestPriceEchoAnswersEverySender(t *testing.T) {
+	var nodes []*Node
+	for p := range 3 {
+		n, err := NewNode(Config{Proc: ProcID(p), JobKey: 0x6563686f, Listen: []Listen{{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Close() })
+		nodes = append(nodes, n)
+	}
+	for i, n := range nodes {
+		for j, m := range nodes {
+			if i != j {
+				if err := n.AddPeer(Peer{Proc: ProcID(j), Addr: m.Endpoints()[0].Addr}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	nodes[2].startPricer(0) // the echo alone; Close stops it
+	echo := Addr{Proc: 2, Thread: PriceThread}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	roundTrip := func(th *Thread, buf []byte) error {
+		if err := th.Send(ctx, echo, 7, buf); err != nil {
+			return err
+		}
+		_, err := th.RecvInto(ctx, echo, 7, buf)
+		return err
+	}
+	const maxTrips = 20000
+	first, second := nodes[0].NewThread(), nodes[1].NewThread()
+	started, answered := make(chan struct{}), make(chan struct{})
+	stillProbing := make(chan bool, 1)
+	var once sync.Once
+	go func() {
+		defer once.Do(func() { close(started) }) // also when a round trip fails early
+		buf := make([]byte, 16)
+		for i := range maxTrips {
+			if i == 20 {
+				once.Do(func() { close(started) })
+			}
+			select {
+			case <-answered:
+				stillProbing <- true
+				return
+			default:
+			}
+			if err := roundTrip(first, buf); err != nil {
+				t.Error(err)
+				break
+			}
+		}
+		stillProbing <- false
+	}()
+	<-started
+	if err := roundTrip(second, make([]byte, 16)); err != nil {
+		t.Fatal(err)
+	}
+	close(answered)
+	if !<-stillProbing {
+		t.Errorf("the second prober was answered only after the first stopped (%d round trips)", maxTrips)
 	}
 }
