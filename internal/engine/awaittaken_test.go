@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -38,23 +37,7 @@ func (a *answeredFirst) Taken(to fabric.Endpoint) (bool, error) {
 // the port back from the dispatcher, and every answer would cost the
 // dispatcher's wake-up.
 func TestAwaitTakenDrivesPort(t *testing.T) {
-	base := shm.DefaultDir
-	if _, err := os.Stat(base); err != nil {
-		base = ""
-	}
-	dir, err := os.MkdirTemp(base, "pcor-engine-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	pa, err := shm.Listen("a", shm.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pb, err := shm.Listen("b", shm.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pa, pb := shmPorts(t)
 	a := &answeredFirst{Port: pa}
 	e0, e1 := pair(t, a, pb, Config{})
 	a.e.Store(e0)

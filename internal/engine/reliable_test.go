@@ -21,6 +21,15 @@ import (
 // reliable path.
 func shmPair(t testing.TB, cfg Config) (*Engine, *Engine, *shm.Port, *shm.Port) {
 	t.Helper()
+	a, b := shmPorts(t)
+	e0, e1 := pair(t, a, b, cfg)
+	return e0, e1, a, b
+}
+
+// shmPorts opens two shared-memory ports, "a" and "b", in a directory of
+// their own, removed when the test ends.
+func shmPorts(t testing.TB) (*shm.Port, *shm.Port) {
+	t.Helper()
 	base := shm.DefaultDir
 	if _, err := os.Stat(base); err != nil {
 		base = ""
@@ -38,8 +47,7 @@ func shmPair(t testing.TB, cfg Config) (*Engine, *Engine, *shm.Port, *shm.Port) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e0, e1 := pair(t, a, b, cfg)
-	return e0, e1, a, b
+	return a, b
 }
 
 // TestReliableSizes sends 0 B to 8 MiB each way over shared memory, in
