@@ -177,9 +177,7 @@ func (p *Port) Interrupt() error {
 func (p *Port) Expect(head int, bodies [][]byte, fits func(i int, dg []byte, n int) bool) {
 	p.placeMu.Lock()
 	r := p.rx
-	clear(r.exp)
-	r.exp = r.exp[:0]
-	r.fits = nil
+	r.forget()
 	if head > 0 && head < RecvBufferSize && fits != nil {
 		for _, b := range bodies {
 			if len(r.exp) == cap(r.exp) || len(b) == 0 || head+len(b) > RecvBufferSize {
@@ -436,11 +434,16 @@ func (r *receiver) unplace(got bool) {
 	}
 	r.placing = 0
 	if got {
-		clear(r.exp)
-		r.exp = r.exp[:0]
-		r.fits = nil
+		r.forget()
 		r.p.expecting.Store(false)
 	}
+}
+
+// forget drops the expectations. p.placeMu is held.
+func (r *receiver) forget() {
+	clear(r.exp)
+	r.exp = r.exp[:0]
+	r.fits = nil
 }
 
 // settle makes buffer i, received with its body expected elsewhere, whole

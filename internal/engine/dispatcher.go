@@ -71,12 +71,13 @@ func (d *dispatcher) loop() {
 	}()
 	idle := 0
 	var idleSince int64 // polling: when the polls began to find nothing (0: they find datagrams)
+	park := false       // polling: nothing received for pollIdle, park in the fabric
 	for {
 		if pr.waiter != nil && pr.state.Load() != tokDispatcher {
 			if !d.reclaim(&t) {
 				return
 			}
-			idle, idleSince = 0, 0
+			idle, idleSince, park = 0, 0, false
 			continue
 		}
 		pr.drive.Lock()
@@ -87,7 +88,7 @@ func (d *dispatcher) loop() {
 		var k int
 		var err error
 		switch {
-		case d.mode == Polling && (pr.waiter == nil || idleSince == 0 || idle%8 != 0 || nanotime()-idleSince < int64(pollIdle)):
+		case d.mode == Polling && !park:
 			k, err = d.fab.Poll(pr.msgs)
 			if k == 0 && err == nil {
 				// The clock is read every few empty polls only: a
@@ -98,6 +99,7 @@ func (d *dispatcher) loop() {
 					if idleSince == 0 {
 						idleSince = now
 					}
+					park = pr.waiter != nil && now-idleSince >= int64(pollIdle)
 				}
 				pr.drive.Unlock()
 				if d.e.closed.Load() {
@@ -125,7 +127,7 @@ func (d *dispatcher) loop() {
 			d.e.flushAcks(nanotime(), true) // nobody keeps their deadline while it sleeps
 			k, err = pr.waiter.Park(pr.msgs)
 			pr.parked.Store(false)
-			idle, idleSince = 0, 0
+			idle, idleSince, park = 0, 0, false
 		default:
 			d.e.flushAcks(nanotime(), true)
 			k, err = d.fab.Receive(pr.msgs)

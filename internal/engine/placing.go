@@ -104,6 +104,14 @@ func (m *mcb) unexpect() {
 	}
 }
 
+// unexpectOther withdraws the expectations naming m's buffer held by a
+// port other than d's. p.rxmu is held.
+func (m *mcb) unexpectOther(d *dispatcher) {
+	if m.expBy != d {
+		m.unexpect()
+	}
+}
+
 // fits is the port's question whether the datagram whose header is dg
 // (n bytes in all), received with its body in region i, is the fragment
 // expected there. It runs within the port's receive, on the goroutine
@@ -167,10 +175,7 @@ func (d *dispatcher) inPlace(x *placedDg, m *mcb, h *wire.Header) bool {
 // owned receive's buffer, through port d: the message to expect next.
 // p.rxmu is held.
 func (d *dispatcher) notePlaced(p *peer, m *mcb, idx uint32) {
-	if m.expBy != nil && m.expBy != d {
-		// Its fragments come through this port too.
-		m.unexpect()
-	}
+	m.unexpectOther(d) // its fragments come through this port too
 	if d.pl.placer == nil || m.data == nil {
 		return
 	}
@@ -197,18 +202,12 @@ func (d *dispatcher) expect() {
 	s.exp = s.exp[:0]
 	clear(s.regions)
 	s.regions = s.regions[:0]
-	if p == nil {
-		if s.live {
-			s.placer.Expect(0, nil, nil)
-			s.live = false
-		}
-		return
+	if p != nil {
+		p.rxmu.Lock()
+		defer p.rxmu.Unlock()
 	}
-	p.rxmu.Lock()
-	if p.rx.inprog[s.lastID] == m && m.owner != nil && m.data != nil && uint64(len(m.data)) >= m.total {
-		if m.expBy != nil && m.expBy != d {
-			m.unexpect()
-		}
+	if p != nil && p.rx.inprog[s.lastID] == m && m.owner != nil && m.data != nil && uint64(len(m.data)) >= m.total {
+		m.unexpectOther(d)
 		limit := d.fab.BatchSize()
 		for idx := s.lastFrag + 1; idx < m.nfrag && len(s.exp) < limit; idx++ {
 			if m.hasFrag(idx) {
@@ -232,5 +231,4 @@ func (d *dispatcher) expect() {
 		s.placer.Expect(0, nil, nil)
 		s.live = false
 	}
-	p.rxmu.Unlock()
 }

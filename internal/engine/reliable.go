@@ -269,19 +269,20 @@ func (p *peer) transmitMessage(b *batch, r *Request) error {
 // cancelled or the engine closes. taken reports whether the fabric said
 // the destination took it.
 func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
-	f, ok := r.rt.disp.fab.(fabric.Flusher)
+	d := r.rt.disp
+	f, ok := d.fab.(fabric.Flusher)
 	if !ok {
 		return false, nil
 	}
 	tw, _ := f.(takenWaiter)
-	d := r.rt.disp
 	// While it spins, the thread drives the port, taking it from the
 	// dispatcher if no other thread waits on it (as a receive's wait
-	// does) once the message is not taken at the first look: the answer to the message often comes before the
-	// destination is seen to take it, and left to a dispatcher asleep in
-	// the fabric it costs a wake-up, after which the receive that follows
-	// finds it there, never waits and so never takes the port back (a
-	// state that holds once entered: every answer through the dispatcher).
+	// does) once the message is not taken at the first look: the answer
+	// to the message often comes before the destination is seen to take
+	// it, and left to a dispatcher asleep in the fabric it costs a
+	// wake-up, after which the receive that follows finds it there, never
+	// waits and so never takes the port back (a state that holds once
+	// entered: every answer through the dispatcher).
 	led := false
 	defer func() {
 		if led {
@@ -319,7 +320,7 @@ func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
 			// As a driving thread's spin does (driveSpin): the
 			// destination may wait for this very CPU to take the
 			// message, and runtime.Gosched does not give it up.
-			if r.rt.disp.mode == Blocking {
+			if d.mode == Blocking {
 				osYield()
 			}
 			if i%64 == 63 {

@@ -10,22 +10,46 @@ import (
 	"github.com/pcor-go/pcor/routing"
 )
 
+// mesh starts n nodes on loopback, each a peer of every other, closed
+// when the test ends.
+func mesh(t *testing.T, n int) []*pcor.Node {
+	t.Helper()
+	var nodes []*pcor.Node
+	for p := range n {
+		node, err := pcor.NewNode(pcor.Config{Proc: pcor.ProcID(p), JobKey: 0x70726f6265, Listen: []pcor.Listen{{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { node.Close() })
+		nodes = append(nodes, node)
+	}
+	for i, node := range nodes {
+		for j, m := range nodes {
+			if i != j {
+				if err := node.AddPeer(pcor.Peer{Proc: pcor.ProcID(j), Addr: m.Endpoints()[0].Addr}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	return nodes
+}
+
 func pair(t *testing.T) (*pcor.Node, *pcor.Node) {
 	t.Helper()
-	a, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: 0x70726f6265, Listen: []pcor.Listen{{}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: 0x70726f6265, Listen: []pcor.Listen{{}},
-		Peers: []pcor.Peer{{Proc: 0, Addr: a.Endpoints()[0].Addr}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.AddPeer(pcor.Peer{Proc: 1, Addr: b.Endpoints()[0].Addr}); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { a.Close(); b.Close() })
-	return a, b
+	nodes := mesh(t, 2)
+	return nodes[0], nodes[1]
+}
+
+// runEcho runs Echo on th until ctx ends or a TagStop comes; wg counts it.
+func runEcho(t *testing.T, ctx context.Context, wg *sync.WaitGroup, th *pcor.Thread) {
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := Echo(ctx, th); err != nil {
+			t.Error(err)
+		}
+	}()
 }
 
 func TestMeasureAndPassive(t *testing.T) {
@@ -34,13 +58,7 @@ func TestMeasureAndPassive(t *testing.T) {
 	defer cancel()
 	echo := b.NewThread()
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := Echo(ctx, echo); err != nil {
-			t.Error(err)
-		}
-	}()
+	runEcho(t, ctx, &wg, echo)
 	th := a.NewThread()
 	var prices routing.Prices
 	l := routing.Link{Peer: 1, Fabric: "udp", Network: "lo"}
@@ -96,13 +114,7 @@ func TestEchoLeavesPortToProbes(t *testing.T) {
 	var wg sync.WaitGroup
 	echoes := []*pcor.Thread{a.NewThread(), b.NewThread()}
 	for _, th := range echoes {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := Echo(ctx, th); err != nil {
-				t.Error(err)
-			}
-		}()
+		runEcho(t, ctx, &wg, th)
 	}
 	th := a.NewThread()
 	before := a.Stats()[0]
@@ -134,48 +146,27 @@ func TestEchoLeavesPortToProbes(t *testing.T) {
 // stop (a link measured right after, or while, another node measured its
 // own link to the same Echo waited for that node to be silent).
 func TestEchoAnswersEverySender(t *testing.T) {
-	var nodes []*pcor.Node
-	for p := range 3 {
-		n, err := pcor.NewNode(pcor.Config{Proc: pcor.ProcID(p), JobKey: 0x70726f6265, Listen: []pcor.Listen{{}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { n.Close() })
-		nodes = append(nodes, n)
-	}
-	for i, n := range nodes {
-		for j, m := range nodes {
-			if i != j {
-				if err := n.AddPeer(pcor.Peer{Proc: pcor.ProcID(j), Addr: m.Endpoints()[0].Addr}); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-	}
+	nodes := mesh(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	echo := nodes[2].NewThread()
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := Echo(ctx, echo); err != nil {
-			t.Error(err)
-		}
-	}()
+	runEcho(t, ctx, &wg, echo)
 	// The first sender probes until the second has its answer, at most
 	// maxTrips round trips.
 	const maxTrips = 20000
 	first, second := nodes[0].NewThread(), nodes[1].NewThread()
 	started, answered := make(chan struct{}), make(chan struct{})
 	stillProbing := make(chan bool, 1)
+	var once sync.Once
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		defer once.Do(func() { close(started) }) // also when a round trip fails early
 		buf := make([]byte, 16)
 		for i := range maxTrips {
 			if i == 20 {
-				close(started)
+				once.Do(func() { close(started) })
 			}
 			select {
 			case <-answered:
