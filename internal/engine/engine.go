@@ -391,6 +391,15 @@ func (e *Engine) Close() error {
 			d.fab.Close()
 		}
 		e.wg.Wait()
+		// A thread driving a port may be handling a batch it received
+		// before the port closed: wait for it to let go (it sees the
+		// engine closed before it handles another), so that what it
+		// does is not undone behind the sweep below.
+		for _, d := range ports {
+			//lint:ignore SA2001 a barrier: the driver lets go of drive
+			d.prog.drive.Lock()
+			d.prog.drive.Unlock()
+		}
 		for _, p := range *e.peers.Load() {
 			p.fail(ErrClosed)
 			p.rxmu.Lock()

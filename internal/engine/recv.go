@@ -361,6 +361,13 @@ func (e *Engine) releaseOwnerLocked(m *mcb, err error) {
 	}
 	s := e.table.stripe(r.dstThread)
 	s.mu.Lock()
+	if e.closed.Load() {
+		// Close drains the table under the stripe locks after it
+		// marks the engine closed: r posted now would wait for ever.
+		s.mu.Unlock()
+		r.complete(ErrClosed)
+		return
+	}
 	found := e.table.post(s, r)
 	s.mu.Unlock()
 	if found != nil {
