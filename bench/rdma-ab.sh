@@ -1,0 +1,104 @@
+#!/bin/bash
+# rdma-ab.sh - compare bench binaries over RDMA in ONE boot of the soft-RoCE
+# guest of ../shared/rdma-vm: each round runs every binary once, in a
+# rotating order, so that the variants share the guest's and the host's
+# moments. The summary gives, per variant, the median [min..max] over the
+# rounds of each ratio to the raw verbs baseline measured in the same run,
+# and of each series' counters per round trip or message, both processes
+# (/cs context switches, /sys system calls (tracefs is mounted for them),
+# /cpu CPU µs): counters tell variants apart where TCG's timings cannot.
+#
+#   bench/rdma-ab.sh [-r ROUNDS] [-c CMDS] [-o LOG] NAME=BENCH_BINARY ...
+#
+#   -r N     rounds (default 3)
+#   -c CMDS  ;-separated bench arguments run per binary per round (default:
+#            the 2 B round trip and the 64 KiB and 1 MiB streams, both modes)
+#   -o LOG   the guest's output (default /tmp/rdma-ab.log)
+#
+# Build the binaries with CGO_ENABLED=0 go build -o DIR/bench-x ./bench
+# (one per tree). Env: PCOR_RDMA_VM, RDMA_VM_TIMEOUT (default 1500).
+set -Eeuo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+VM=${PCOR_RDMA_VM:-$ROOT/../shared/rdma-vm/run.sh}
+ROUNDS=3
+CMDS="roundtrip --fabric rdma --mode blocking,polling --sizes 2 --iters 300 --reps 3 --warmup 10;throughput --fabric rdma --mode blocking,polling --sizes 64K,1M --reps 3"
+LOG=/tmp/rdma-ab.log
+while getopts "r:c:o:h" opt; do
+	case $opt in
+	r) ROUNDS=$OPTARG ;;
+	c) CMDS=$OPTARG ;;
+	o) LOG=$OPTARG ;;
+	*) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
+	esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { echo "rdma-ab.sh: give NAME=BINARY pairs" >&2; exit 2; }
+
+names=() files=()
+for a in "$@"; do
+	names+=("${a%%=*}")
+	files+=(-f "${a#*=}")
+done
+base=()
+for a in "$@"; do base+=("$(basename "${a#*=}")"); done
+
+guest="cd /payload
+mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+names='${names[*]}'
+bins='${base[*]}'
+n=${#names[@]}
+IFS=';'; set -- \$(echo '$CMDS'); unset IFS
+for r in \$(seq 1 $ROUNDS); do
+	for k in \$(seq 0 \$((n - 1))); do
+		i=\$(( (k + r - 1) % n + 1 ))
+		name=\$(echo \$names | cut -d' ' -f\$i); bin=\$(echo \$bins | cut -d' ' -f\$i)
+		for c in \"\$@\"; do
+			echo \"### round \$r variant \$name: \$c\"
+			./\$bin \$c 2>/tmp/err || { echo \"!!! failed\"; tail -5 /tmp/err; }
+		done
+	done
+done"
+
+echo "rdma-ab.sh: host load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+start=$(date +%s)
+"$VM" -m 2G -t "${RDMA_VM_TIMEOUT:-1500}" "${files[@]}" -- "$guest" >"$LOG" || { echo "rdma-ab.sh: guest failed, see $LOG" >&2; exit 1; }
+echo "rdma-ab.sh: guest took $(($(date +%s) - start)) s; host load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+
+# Each bench table row: size, then per series median and spread, then the
+# ratios (ending in x). Print name, command, size and each ratio column.
+awk '
+/^### round/ { v = $5; sub(":", "", v); cmd = $6; next }
+/^  # size/ { nh = 0; for (k = 3; k <= NF; k++) if ($k ~ /\//) h[++nh] = $k; next }
+/^ +[0-9]/ && cmd != "" {
+	j = 0
+	for (k = 2; k <= NF; k++) if ($k ~ /x$/) { j++; key = cmd " " $1 " " h[j]; x = $k; sub("x$", "", x); vals[v, key] = vals[v, key] " " x; keys[key] = 1; vs[v] = 1 }
+}
+/per (round trip|message), both processes/ { meter = 1; next }
+# The counters: "#  size  name..." then "#  SIZE  cpu / cs (vol) / syscalls ...".
+meter == 1 && /^#  size/ { nm = 0; for (k = 3; k <= NF; k++) m[++nm] = $k; meter = 2; next }
+meter == 2 && /^# +[0-9]/ {
+	line = $0; sub("^# +", "", line); size = line; sub(" .*", "", size); sub("^[^ ]+ +", "", line)
+	ns = split(line, parts, "  +")
+	for (j = 1; j <= ns && j <= nm; j++) {
+		split(parts[j], f, " ")
+		key = cmd " " size " " m[j] "/cs"; vals[v, key] = vals[v, key] " " f[3]; keys[key] = 1
+		key = cmd " " size " " m[j] "/sys"; vals[v, key] = vals[v, key] " " f[6]; keys[key] = 1
+		key = cmd " " size " " m[j] "/cpu"; vals[v, key] = vals[v, key] " " f[1]; keys[key] = 1
+	}
+	next
+}
+meter == 2 { meter = 0 }
+END {
+	for (key in keys) {
+		printf "%-28s", key
+		for (v in vs) {
+			n = split(vals[v, key], a, " ")
+			# sort
+			for (p = 1; p <= n; p++) for (q = p + 1; q <= n; q++) if (a[q] + 0 < a[p] + 0) { t = a[p]; a[p] = a[q]; a[q] = t }
+			med = n ? (n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2) : "-"
+			printf "  %s: %s [%s..%s] (%d)", v, med, a[1], a[n], n
+		}
+		printf "\n"
+	}
+}' "$LOG" | sort
