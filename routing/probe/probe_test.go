@@ -101,23 +101,35 @@ func TestMeasureAndPassive(t *testing.T) {
 	wg.Wait()
 }
 
-// An Echo waiting for probes does not count as a waiter of its node's
-// port: the node's own probes, sent while its Echo waits, take the port
-// and receive their answers themselves, rather than each answer being
-// received by the port's dispatcher and handed over to the probing
-// thread (a wake-up each, which priced a link measured right after its
-// process's Echo started up to twice its latency).
+// An Echo waiting for probes leaves its node's port alone: it neither
+// drives it nor counts as a waiter of it. A Recv would take the port for
+// its first 20 ms and count as a waiter after, and while a thread waits
+// the engine keeps the port with its dispatcher, so that the node's own
+// probes, sent right after its Echo started, had every answer received by
+// the dispatcher and handed over to the probing thread (a wake-up each,
+// which priced a link measured right after its process's Echo started up
+// to twice its latency). Nothing else uses node a's port while its Echo
+// waits, so any lead is the Echo's.
 func TestEchoLeavesPortToProbes(t *testing.T) {
 	a, b := pair(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var wg sync.WaitGroup
+	before := a.Stats()[0]
 	echoes := []*pcor.Thread{a.NewThread(), b.NewThread()}
 	for _, th := range echoes {
 		runEcho(t, ctx, &wg, th)
 	}
+	// A Recv leads the port as soon as it waits; the Echo starts within
+	// the look (on a loaded machine it may not, and the look proves less).
+	for end := time.Now().Add(200 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if st := a.Stats()[0]; st.Leads != before.Leads || st.GiveBacks != before.GiveBacks {
+			t.Fatalf("the waiting Echo drove its node's port: %d leads, %d given back",
+				st.Leads-before.Leads, st.GiveBacks-before.GiveBacks)
+		}
+	}
 	th := a.NewThread()
-	before := a.Stats()[0]
+	before = a.Stats()[0]
 	const trips = 200
 	buf := make([]byte, 16)
 	for range trips {
@@ -127,11 +139,16 @@ func TestEchoLeavesPortToProbes(t *testing.T) {
 	}
 	after := a.Stats()[0]
 	// Each round trip's answer is one batch: received by the probing
-	// thread (ThreadBatches), or by the dispatcher. A few may fall to
-	// the dispatcher on a loaded machine (a driver whose answer is long
-	// in coming gives the port back).
-	if d := after.DispatcherBatches - before.DispatcherBatches; d > trips/10 {
-		t.Errorf("%d of %d answers received by the dispatcher (threads: %d)", d, trips, after.ThreadBatches-before.ThreadBatches)
+	// thread (ThreadBatches), or by the dispatcher. Many fall to the
+	// dispatcher on a loaded machine (an answer that comes before its
+	// receive waits, or one so late that the driver gave the port back):
+	// up to a third at load 13 on two processors. Every one did while a
+	// waiter kept the port with the dispatcher.
+	d := after.DispatcherBatches - before.DispatcherBatches
+	t.Logf("%d of %d answers received by the dispatcher (threads: %d, leads %d, given back %d)", d, trips,
+		after.ThreadBatches-before.ThreadBatches, after.Leads-before.Leads, after.GiveBacks-before.GiveBacks)
+	if d > trips*3/4 {
+		t.Errorf("%d of %d answers received by the dispatcher", d, trips)
 	}
 	for _, e := range echoes {
 		if err := th.Send(ctx, e.Addr(), TagStop, nil); err != nil {
