@@ -152,3 +152,60 @@ func TestWaitExpiry(t *testing.T) {
 		t.Fatalf("receive after the cancel: %q %v", m.Data, err)
 	}
 }
+
+// IrecvReuse posts a completed receive again as the same request, which
+// then gets the next message; a request it may not reuse (a send's, one
+// still pending) is left alone and a new receive is posted.
+func TestIrecvReuse(t *testing.T) {
+	a, c := udpPair(t, pcor.Blocking)
+	ta, tc := a.NewThread(), c.NewThread()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n, depth = 200, 4
+	ring := make([]*pcor.Request, depth)
+	for i := range ring {
+		ring[i] = tc.Irecv(ta.Addr(), 5, make([]byte, 1))
+	}
+	first := append([]*pcor.Request(nil), ring...)
+	for i := range n {
+		if err := ta.Send(ctx, tc.Addr(), 5, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		k := i % depth
+		if err := ring[k].Wait(ctx); err != nil {
+			t.Fatalf("receive %d: %v", i, err)
+		}
+		m := ring[k].Message()
+		if len(m.Data) != 1 || m.Data[0] != byte(i) || m.Src != ta.Addr() || m.Tag != 5 {
+			t.Fatalf("receive %d: %+v", i, m)
+		}
+		ring[k] = tc.IrecvReuse(ring[k], ta.Addr(), 5, m.Data)
+		if ring[k] != first[k] {
+			t.Fatalf("receive %d: a completed receive was not reused", i)
+		}
+	}
+	for _, r := range ring {
+		r.Cancel()
+	}
+	sent := ta.Isend(tc.Addr(), 6, []byte{1})
+	if r := ta.IrecvReuse(sent, tc.Addr(), 6, nil); r == sent {
+		t.Fatal("a send's request was reused as a receive")
+	} else {
+		r.Cancel()
+	}
+	pending := tc.Irecv(ta.Addr(), 7, nil) // nothing comes with tag 7
+	r := tc.IrecvReuse(pending, ta.Addr(), 7, nil)
+	if r == pending {
+		t.Fatal("a pending receive was posted again")
+	}
+	if err := ta.Send(ctx, tc.Addr(), 7, []byte{2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pending.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := pending.Message(); len(m.Data) != 1 || m.Data[0] != 2 {
+		t.Fatalf("the pending receive got %+v", m)
+	}
+	r.Cancel()
+}

@@ -128,6 +128,24 @@ func (t *Thread) Irecv(src Addr, tag Tag, buf []byte) *Request {
 	return &Request{t.ep.Irecv(engine.ProcID(src.Proc), engine.ThreadID(src.Thread), engine.Tag(tag), buf)}
 }
 
+// IrecvReuse is Irecv that reuses r, a receive request of this node that
+// has completed (returned by Irecv or IrecvReuse, its Wait or Test
+// reported it done), and returns it posted again: a thread that keeps
+// receives posted, as a stream's receiver does, then allocates nothing per
+// message. r's last message is forgotten (take what Message returned
+// before). A nil r, a send's request, or one not yet completed is left
+// alone and IrecvReuse returns a new request, as Irecv.
+func (t *Thread) IrecvReuse(r *Request, src Addr, tag Tag, buf []byte) *Request {
+	if r == nil {
+		return t.Irecv(src, tag, buf)
+	}
+	er := t.ep.IrecvReuse(r.r, engine.ProcID(src.Proc), engine.ThreadID(src.Thread), engine.Tag(tag), buf)
+	if er != r.r {
+		return &Request{er}
+	}
+	return r
+}
+
 // Recv receives a message from src (wildcards allowed) with tag (or
 // AnyTag). If ctx ends first the receive is withdrawn.
 func (t *Thread) Recv(ctx context.Context, src Addr, tag Tag) (Message, error) {

@@ -127,6 +127,22 @@ func (ep *Endpoint) Irecv(srcProc ProcID, srcThread ThreadID, tag Tag, buf []byt
 	return r
 }
 
+// IrecvReuse is Irecv into r, a receive posted by an endpoint of this
+// engine that has completed: r is reset and posted again, so that a thread
+// that keeps receives posted allocates no request per message. What r
+// held of its last message (Data, Source, Tag, Err) is forgotten. A nil r,
+// a send, or a request not yet completed is left alone and a new request
+// is posted as Irecv does.
+func (ep *Endpoint) IrecvReuse(r *Request, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) *Request {
+	if r == nil || r.kind != recvReq || r.eng != ep.e || r.state.Load() != stateDone {
+		return ep.Irecv(srcProc, srcThread, tag, buf)
+	}
+	r.reset()
+	r.setRecv(ep.id, srcProc, srcThread, tag, buf)
+	ep.e.post(r)
+	return r
+}
+
 // Send sends data and returns once the destination process has accepted
 // the whole message; the destination acknowledges it at once, since the
 // caller waits, unless data going back is likely to carry the

@@ -160,7 +160,9 @@ func sinkLoop(ctx context.Context, f *far) error {
 		}
 		m := ring[i].Message()
 		marker := len(m.Data) > 0 && m.Data[0] == markerByte
-		ring[i] = t.Irecv(src, TagData, bufs[i])
+		// The completed receive is posted again: a stream's receiver
+		// allocates no request per message.
+		ring[i] = t.IrecvReuse(ring[i], src, TagData, bufs[i])
 		if marker {
 			if err := t.Send(ctx, m.Src, TagAck, ack); err != nil {
 				return err
