@@ -396,8 +396,8 @@ func (e *Engine) Close() error {
 		// engine closed before it handles another), so that what it
 		// does is not undone behind the sweep below.
 		for _, d := range ports {
-			//lint:ignore SA2001 a barrier: the driver lets go of drive
 			d.prog.drive.Lock()
+			//lint:ignore SA2001 a barrier: the driver has let go of drive
 			d.prog.drive.Unlock()
 		}
 		for _, p := range *e.peers.Load() {
