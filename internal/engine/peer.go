@@ -84,6 +84,9 @@ type peer struct {
 	// would overtake it, and its acknowledgement would make the fragments
 	// behind it look lost.
 	xmitMu sync.Mutex
+	// pumpWanted: a thread found xmitMu held and left its transmission
+	// to the holder, which looks again before it goes (pump).
+	pumpWanted atomic.Bool
 
 	// reliable: the peer is sent to on the reliable path (reliable.go);
 	// sendMu is held by the one thread transmitting to it there; lost

@@ -76,39 +76,59 @@ func (e *Engine) isend(r *Request) {
 
 // pump transmits what the windows allow: due retransmissions first, then
 // new fragments cut from the head of the queue.
+//
+// Only one thread cuts and transmits for a peer at a time (xmitMu). A
+// thread that finds another doing it leaves its part to that one rather
+// than wait: it marks the peer wanted, and the transmitting thread looks
+// again before it goes. Many threads sending to one process then neither
+// park on xmitMu, behind a system call, nor each make a system call of
+// their own: what they queued meanwhile leaves in the next batch.
 func (p *peer) pump() {
 	rs := p.routes.Load()
 	if rs == nil {
 		return
 	}
-	for {
-		b := p.e.getBatch()
-		p.xmitMu.Lock()
-		p.rxmu.Lock()
-		b.ackCum, b.piggy = p.rx.cum, p.rx.cum > 0 || p.rx.ackPending
-		p.rxmu.Unlock()
-		p.mu.Lock()
-		p.fillLocked(b, *rs, nanotime())
-		p.mu.Unlock()
-		n := len(b.dgs)
-		if n > 0 && b.piggy {
-			p.rxmu.Lock()
-			p.sentDataLocked(b.ackCum, nanotime())
-			p.rxmu.Unlock()
-		}
-		p.e.transmitRuns(b.ports, b.dgs)
-		p.xmitMu.Unlock()
-		for _, r := range b.reqs {
-			if r.refs.Add(-1) == 0 {
-				r.free()
-			}
-		}
-		full := b.full()
-		p.e.putBatch(b)
-		if n == 0 || !full {
+	p.pumpWanted.Store(true)
+	for p.xmitMu.TryLock() {
+		// Cleared before cutting: work queued from here on is either
+		// in this batch or marks the peer wanted again, which this
+		// thread sees once it has let go of xmitMu.
+		p.pumpWanted.Store(false)
+		more := p.pumpBatch(*rs)
+		if !more && !p.pumpWanted.Load() {
 			return
 		}
+		p.pumpWanted.Store(true) // a full batch: look again
 	}
+}
+
+// pumpBatch cuts one batch of datagrams and transmits it, xmitMu held,
+// and lets go of xmitMu. It reports whether the batch was full (more may
+// be due).
+func (p *peer) pumpBatch(rs routeSet) bool {
+	b := p.e.getBatch()
+	p.rxmu.Lock()
+	b.ackCum, b.piggy = p.rx.cum, p.rx.cum > 0 || p.rx.ackPending
+	p.rxmu.Unlock()
+	p.mu.Lock()
+	p.fillLocked(b, rs, nanotime())
+	p.mu.Unlock()
+	n := len(b.dgs)
+	if n > 0 && b.piggy {
+		p.rxmu.Lock()
+		p.sentDataLocked(b.ackCum, nanotime())
+		p.rxmu.Unlock()
+	}
+	p.e.transmitRuns(b.ports, b.dgs)
+	p.xmitMu.Unlock()
+	for _, r := range b.reqs {
+		if r.refs.Add(-1) == 0 {
+			r.free()
+		}
+	}
+	full := b.full()
+	p.e.putBatch(b)
+	return n > 0 && full
 }
 
 // fillLocked adds datagrams to b. p.mu is held.
