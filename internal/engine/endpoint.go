@@ -10,7 +10,10 @@ type Endpoint struct {
 	e    *Engine
 	id   ThreadID
 	recv *Request // reused by Recv
-	send *Request // reused by Send once the engine lets go of it
+	// recvAlt takes Recv's turn while the last completion of recv is
+	// still under way (made the first time that happens).
+	recvAlt *Request
+	send    *Request // reused by Send once the engine lets go of it
 	// local carries IsendCopy's message to a thread of this process
 	// while it is copied (sendCopyLocal); nobody else ever sees it.
 	local *Request
@@ -194,14 +197,27 @@ func (ep *Endpoint) Post(dstProc ProcID, dstThread ThreadID, tag Tag, data []byt
 // other error (ctx ended: the receive is withdrawn) the request is nil.
 func (ep *Endpoint) Recv(ctx context.Context, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) (*Request, error) {
 	r := ep.recv
+	if r.state.Load() == stateClaimed {
+		// The message just received was signalled to this thread and
+		// its completion has not yet marked it done (the completing
+		// thread is still waking this one's processor): take the other
+		// request rather than wait that out, which at 1,000 threads was
+		// about once a message, each look a turn of the scheduler.
+		if ep.recvAlt == nil {
+			ep.recvAlt = newRequest(ep.e, recvReq)
+		}
+		ep.recv, ep.recvAlt = ep.recvAlt, r
+		r = ep.recv
+	}
 	r.reset()
 	r.kind = recvReq
 	r.setRecv(ep.id, srcProc, srcThread, tag, buf)
 	ep.e.post(r)
-	if err := r.waitOrCancel(ctx); err != nil && err != ErrTruncated {
+	err := r.waitOrCancel(ctx)
+	if err != nil && err != ErrTruncated {
 		return nil, err
 	}
-	return r, r.Err()
+	return r, err
 }
 
 // Iprobe reports whether a message for this endpoint matching the pattern

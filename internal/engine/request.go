@@ -272,15 +272,18 @@ func (r *Request) block(ctx context.Context, d time.Duration) (err error, done b
 		timeout = r.timer.C
 	} else if ctx.Done() == nil {
 		<-wake
-		r.completed()
 		return r.err, true
 	}
 	select {
 	case <-wake:
-		// The signal comes before the state (complete): done only once
-		// both are, so that the owner's next use of r cannot be marked
-		// done by this completion.
-		r.completed()
+		// The signal comes after the outcome is set and before the
+		// state (complete): the outcome is known here, and what needs
+		// the state done (the owner's next use of r in reset, Test,
+		// Err) waits out the completion's last store then. Waiting for
+		// it here instead, at once, found it still under way about once
+		// a message at 1,000 threads: the completing thread was still
+		// waking this one's processor, and each look gave up the
+		// processor (runtime.Gosched) for a turn of the scheduler.
 		return r.err, true
 	case <-ctx.Done():
 		if r.state.Load() == stateDone {
@@ -324,7 +327,7 @@ func (r *Request) Cancel() {
 
 // Err is the request's error once it has completed.
 func (r *Request) Err() error {
-	if r.state.Load() == stateDone {
+	if r.completed() {
 		return r.err
 	}
 	return nil

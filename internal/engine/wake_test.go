@@ -1,0 +1,105 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// A waiter woken by its request's signal returns the outcome without
+// waiting for the completing thread's last store (the state done): at
+// 1,000 threads it found that store still to come about once a message,
+// and gave up its processor each time it looked. What needs the state
+// done, Err here, waits it out.
+func TestWokenWaiterReturnsAtOnce(t *testing.T) {
+	e := &Engine{}
+	r := newRequest(e, recvReq)
+	want := errors.New("outcome")
+	// The first half of complete: claimed, the outcome, the signal; the
+	// state is not done yet.
+	r.doneChan()
+	r.parked.Store(true)
+	if !r.state.CompareAndSwap(statePending, stateClaimed) {
+		t.Fatal("not pending")
+	}
+	r.err = want
+	*r.done.Load() <- struct{}{}
+
+	got := make(chan error, 1)
+	go func() {
+		err, _ := r.block(context.Background(), 0)
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if err != want {
+			t.Errorf("woken waiter got %v, want %v", err, want)
+		}
+	case <-time.After(20 * time.Second):
+		r.state.Store(stateDone) // let it go
+		<-got
+		t.Fatal("a woken waiter waited for the state done")
+	}
+
+	// Err waits out the completion under way.
+	stored := make(chan struct{})
+	go func() {
+		for range 100 {
+			runtime.Gosched()
+		}
+		r.state.Store(stateDone)
+		close(stored)
+	}()
+	if err := r.Err(); err != want {
+		t.Errorf("Err during the completion = %v, want %v", err, want)
+	}
+	<-stored
+	if err := r.Err(); err != want {
+		t.Errorf("Err = %v, want %v", err, want)
+	}
+}
+
+// Recv does not wait for the last completion of its request to end: a
+// thread receiving again at once takes the endpoint's other request.
+func TestRecvWhileLastCompletes(t *testing.T) {
+	e0, e1 := memPair(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ep := e1.Endpoint(4)
+	buf := make([]byte, 8)
+	for i, m := range []string{"one", "two", "three"} {
+		if err := e0.Post(3, 1, 4, 7, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+		last := ep.recv
+		if i == 1 {
+			// A completion under way: signalled, not yet done.
+			last.state.Store(stateClaimed)
+		}
+		got := make(chan string, 1)
+		go func() {
+			r, err := ep.Recv(ctx, 0, 3, 7, buf)
+			if err != nil {
+				got <- err.Error()
+				return
+			}
+			got <- string(r.Data())
+		}()
+		var s string
+		select {
+		case s = <-got:
+		case <-time.After(20 * time.Second):
+			last.state.Store(stateDone)
+			<-got
+			t.Fatal("Recv waited for the last completion of its request")
+		}
+		if i == 1 {
+			last.state.Store(stateDone)
+		}
+		if s != m {
+			t.Fatalf("message %d: %q, want %q", i, s, m)
+		}
+	}
+}
