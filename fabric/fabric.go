@@ -148,3 +148,19 @@ type Placer interface {
 	// called from any goroutine, and never waits for a datagram.
 	Expect(head int, bodies [][]byte, fits func(i int, dg []byte, n int) bool)
 }
+
+// Leader is implemented by Placers that can show the caller the head of
+// the next datagram before receiving it, so that the caller can expect
+// the datagram itself: the first fragment of a message, whose place is
+// known only once its header is.
+type Leader interface {
+	// Lead asks that the port's next receive made with no expectations
+	// (but an interrupt's) first call fn with the head of the datagram
+	// it is about to receive (up to 256 bytes) and its length n; the
+	// datagram is then received with the expectations fn made (Expect).
+	// fn is called once, on the receiving goroutine, with none of the
+	// port's locks held but its receive's. Lead(nil) takes it back. A
+	// receive with expectations while fn is set ends at the last
+	// datagram expected.
+	Lead(fn func(dg []byte, n int))
+}

@@ -28,6 +28,20 @@ func peekWait(fd uintptr) unix.Errno {
 	return e
 }
 
+// peekHead copies the head of the first datagram in the socket's queue
+// into b without taking the datagram, and returns the datagram's length
+// (MSG_TRUNC); it waits as peekWait does unless dontwait.
+func peekHead(fd uintptr, b []byte, dontwait bool) (int, unix.Errno) {
+	flags := uintptr(unix.MSG_PEEK | unix.MSG_TRUNC)
+	if dontwait {
+		flags |= unix.MSG_DONTWAIT
+		r, _, e := unix.RawSyscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), flags, 0, 0)
+		return int(r), e
+	}
+	r, _, e := unix.Syscall6(unix.SYS_RECVFROM, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), flags, 0, 0)
+	return int(r), e
+}
+
 // recvmmsg with MSG_DONTWAIT never blocks, so it is then a raw system
 // call, made without telling the scheduler (the step of a polling
 // thread's spin, where that cost as much as the call itself).

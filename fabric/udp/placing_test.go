@@ -122,3 +122,100 @@ func TestExpect(t *testing.T) {
 	}
 	<-done
 }
+
+// A port asked to lead shows the caller the head of the next datagram
+// before receiving it, once; the expectations the caller makes then are
+// used for that datagram, and a receive with expectations ends at the
+// last one expected. Lead(nil) takes the lead back.
+func TestLead(t *testing.T) {
+	a := listen(t, "127.0.0.1:0", Config{DisableGSO: true})
+	b := listen(t, "127.0.0.1:0", Config{})
+	to := endpoint(t, b)
+	const head = 8
+	regions := [][]byte{make([]byte, 16), make([]byte, 16)}
+	fits := func(i int, dg []byte, n int) bool { return len(dg) == head && dg[0] == 'Y' }
+	var shown []string
+	var lens []int
+	lead := func(dg []byte, n int) {
+		shown = append(shown, string(dg[:min(len(dg), head)]))
+		lens = append(lens, n)
+		b.Expect(head, regions[:1], fits)
+	}
+	dgs := []fabric.Datagram{
+		{Head: []byte("Y-head-0"), Body: bytes.Repeat([]byte{1}, 16), To: to}, // shown, then expected
+		{Head: []byte("Y-head-1"), Body: bytes.Repeat([]byte{2}, 16), To: to}, // not taken with it
+		{Head: []byte("Y-head-2"), Body: bytes.Repeat([]byte{3}, 16), To: to}, // no lead left
+	}
+	b.Lead(lead)
+	if _, err := a.Send(dgs); err != nil {
+		t.Fatal(err)
+	}
+	msgs := make([][]byte, b.BatchSize())
+	var got [][]byte
+	for deadline := time.Now().Add(5 * time.Second); len(got) == 0; {
+		n, err := b.Poll(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs[:n] {
+			got = append(got, bytes.Clone(m))
+		}
+		if n == 0 && time.Now().After(deadline) {
+			t.Fatal("nothing received")
+		}
+	}
+	if len(got) != 1 || !bytes.Equal(got[0], dgs[0].Head) || !bytes.Equal(regions[0], dgs[0].Body) {
+		t.Fatalf("the receive after the lead: %q, region %v; want the first head alone, its body in place", got, regions[0])
+	}
+	if len(shown) != 1 || shown[0] != "Y-head-0" || lens[0] != head+16 {
+		t.Fatalf("shown %q (lengths %v), want the first head once, with its length", shown, lens)
+	}
+	rest := pollAll(t, b, 2)
+	for i, d := range dgs[1:] {
+		if !bytes.Equal(rest[i], joined(d)) {
+			t.Errorf("datagram %d: got %q, want it whole", i+1, rest[i])
+		}
+	}
+	if len(shown) != 1 {
+		t.Errorf("lead called %d times, want once", len(shown))
+	}
+
+	// Taken back, it is not called.
+	b.Lead(lead)
+	b.Lead(nil)
+	if _, err := a.Send(dgs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := pollAll(t, b, 1); !bytes.Equal(got[0], joined(dgs[0])) || len(shown) != 1 {
+		t.Errorf("after Lead(nil): got %q, lead called %d times", got[0], len(shown))
+	}
+
+	// A Wait (which sleeps in the kernel) leads too.
+	clear(regions[0])
+	b.Lead(lead)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			n, err := b.Wait(msgs, time.Now().Add(5*time.Second))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if n > 0 {
+				if !bytes.Equal(msgs[0], dgs[0].Head) || !bytes.Equal(regions[0], dgs[0].Body) {
+					t.Errorf("Wait: got %q, region %v", msgs[0], regions[0])
+				}
+				return
+			}
+		}
+	}()
+	time.Sleep(10 * time.Millisecond) // most often asleep by now
+	if _, err := a.Send(dgs[:1]); err != nil {
+		t.Fatal(err)
+	}
+	<-done
+	if len(shown) != 2 {
+		t.Errorf("lead called %d times in all, want twice", len(shown))
+	}
+}

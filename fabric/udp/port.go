@@ -49,6 +49,7 @@ type Port struct {
 	// for the receive writing into the memory named.
 	placeMu   sync.Mutex
 	expecting atomic.Bool // rx.exp is not empty
+	leading   atomic.Bool // rx.lead is set
 	pl        *poller
 
 	probe *mtuProber

@@ -71,6 +71,10 @@ type receiver struct {
 	fits    func(i int, dg []byte, n int) bool
 	iov3    []unix.Iovec
 	placing int
+	// lead (Lead), under p.placeMu: called once with the head of the
+	// next datagram, peeked before it is received; head is its buffer.
+	lead func(dg []byte, n int)
+	head []byte
 }
 
 func newReceiver(p *Port) *receiver {
@@ -85,6 +89,7 @@ func newReceiver(p *Port) *receiver {
 		dirty: b,
 		exp:   make([][]byte, 0, b),
 		iov3:  make([]unix.Iovec, 3*b),
+		head:  make([]byte, 256),
 	}
 	if p.gro {
 		r.cspc += groCmsgSpace
@@ -190,6 +195,22 @@ func (p *Port) Expect(head int, bodies [][]byte, fits func(i int, dg []byte, n i
 		}
 	}
 	p.expecting.Store(len(r.exp) > 0)
+	p.placeMu.Unlock()
+}
+
+// Lead asks the port to show fn the head of the next datagram before it
+// receives it, when it has no expectations then: the next receive (but an
+// interrupt's) begins by peeking at the first datagram queued (a system
+// call more), calls fn with up to 256 bytes of its head and its length,
+// and receives it with the expectations fn has made meanwhile (Expect).
+// fn is called once, on the receiving goroutine, with none of the port's
+// locks held but its receive's; Lead(nil) takes it back. A port with fn
+// set ends a receive with expectations at the last datagram expected,
+// rather than one after it.
+func (p *Port) Lead(fn func(dg []byte, n int)) {
+	p.placeMu.Lock()
+	p.rx.lead = fn
+	p.leading.Store(fn != nil)
 	p.placeMu.Unlock()
 }
 
@@ -307,6 +328,22 @@ func (r *receiver) fill(count, how int, deadline int64) (int, error) {
 			e = peekWait(uintptr(r.p.fd))
 			flags = unix.MSG_DONTWAIT
 			placing = r.p.expecting.Load()
+		} else if !placing && r.p.leading.Load() {
+			// Show the caller the next datagram's head first, so that
+			// it can expect the datagram itself.
+			var n int
+			if n, e = peekHead(uintptr(r.p.fd), r.head, how == recvPoll); e == 0 {
+				r.p.placeMu.Lock()
+				fn := r.lead
+				r.lead = nil
+				r.p.leading.Store(false)
+				r.p.placeMu.Unlock()
+				if fn != nil && n > 0 {
+					fn(r.head[:min(n, len(r.head))], n)
+				}
+				flags = unix.MSG_DONTWAIT
+				placing = r.p.expecting.Load()
+			}
 		}
 		n := 0
 		locked := false
@@ -399,14 +436,19 @@ func (r *receiver) setTimeout(deadline int64) error {
 // expected datagrams into the memory named, and returns how many
 // datagrams to take: one more than expected at most, so that a batch
 // ends soon after the last region expected (the one more, when it
-// starts a message, lets the caller expect the rest of it next time).
-// p.placeMu is held.
+// starts a message, lets the caller expect the rest of it next time),
+// or, with a lead to call (Lead), none more: the lead is shown the next
+// datagram's head before it is received. p.placeMu is held.
 func (r *receiver) place(count int) int {
 	r.placing = min(len(r.exp), count)
 	if r.placing == 0 {
 		return count
 	}
-	count = min(count, r.placing+1)
+	if r.lead != nil {
+		count = min(count, r.placing)
+	} else {
+		count = min(count, r.placing+1)
+	}
 	for i, b := range r.exp[:r.placing] {
 		v := r.iov3[3*i : 3*i+3]
 		slot := r.buf[i*RecvBufferSize : (i+1)*RecvBufferSize]

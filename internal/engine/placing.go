@@ -62,12 +62,17 @@ type expected struct {
 type placingState struct {
 	placer fabric.Placer
 	fitsFn func(i int, dg []byte, n int) bool
+	leader fabric.Leader
+	leadFn func(dg []byte, n int)
 
 	// The message last placed into in place (the one to expect).
 	lastP    *peer
 	lastM    *mcb
 	lastID   uint64
 	lastFrag uint32
+	// The total of the message last placed into: after a large one the
+	// port is asked to lead, until a lead finds no large message.
+	lastTotal uint64
 
 	exp     []expected // the expectations the port holds, by region
 	regions [][]byte
@@ -82,6 +87,10 @@ func (d *dispatcher) initPlacing() {
 	if pl, ok := d.fab.(fabric.Placer); ok {
 		d.pl.placer = pl
 		d.pl.fitsFn = d.fits
+		if ld, ok := pl.(fabric.Leader); ok {
+			d.pl.leader = ld
+			d.pl.leadFn = d.lead
+		}
 	}
 }
 
@@ -180,12 +189,14 @@ func (d *dispatcher) notePlaced(p *peer, m *mcb, idx uint32) {
 		return
 	}
 	s := &d.pl
-	s.lastP, s.lastM, s.lastID, s.lastFrag = p, m, m.msgID, idx
+	s.lastP, s.lastM, s.lastID, s.lastFrag, s.lastTotal = p, m, m.msgID, idx, m.total
 }
 
 // expect tells the port where the next fragments of the message last
 // placed into are to go, or withdraws what it was told after the last
-// batch. The caller holds the token.
+// batch; after a large message, it asks the port (fabric.Leader) to show
+// it the head of the next datagram before receiving it (lead). The
+// caller holds the token.
 func (d *dispatcher) expect() {
 	s := &d.pl
 	if s.placer == nil {
@@ -198,30 +209,52 @@ func (d *dispatcher) expect() {
 	s.placed = s.placed[:0]
 	p, m := s.lastP, s.lastM
 	s.lastP, s.lastM = nil, nil
+	s.reset()
+	if p != nil {
+		p.rxmu.Lock()
+		if p.rx.inprog[s.lastID] == m && m.owner != nil && m.data != nil && uint64(len(m.data)) >= m.total {
+			m.unexpectOther(d)
+			s.regionsLocked(m, s.lastFrag+1, d.fab.BatchSize())
+		}
+		d.tellLocked(m)
+		p.rxmu.Unlock()
+	} else {
+		d.tellLocked(nil)
+	}
+	if s.leader != nil && s.lastTotal >= leadMin {
+		s.leader.Lead(s.leadFn)
+	}
+}
+
+// reset forgets the expectations made for the last receive.
+func (s *placingState) reset() {
 	clear(s.exp)
 	s.exp = s.exp[:0]
 	clear(s.regions)
 	s.regions = s.regions[:0]
-	if p != nil {
-		p.rxmu.Lock()
-		defer p.rxmu.Unlock()
-	}
-	if p != nil && p.rx.inprog[s.lastID] == m && m.owner != nil && m.data != nil && uint64(len(m.data)) >= m.total {
-		m.unexpectOther(d)
-		limit := d.fab.BatchSize()
-		for idx := s.lastFrag + 1; idx < m.nfrag && len(s.exp) < limit; idx++ {
-			if m.hasFrag(idx) {
-				continue
-			}
-			off := uint64(idx) * uint64(m.fragSize)
-			n := wire.FragLen(m.total, m.fragSize, idx)
-			if n == 0 {
-				continue
-			}
-			s.exp = append(s.exp, expected{srcProc: uint32(m.key.srcProc), msgID: m.msgID, frag: idx, m: m})
-			s.regions = append(s.regions, m.data[off:off+n:off+n])
+}
+
+// regionsLocked expects the fragments of m from index from on that have
+// not arrived, up to limit of them. m is owned and its peer's rxmu held.
+func (s *placingState) regionsLocked(m *mcb, from uint32, limit int) {
+	for idx := from; idx < m.nfrag && len(s.exp) < limit; idx++ {
+		if m.hasFrag(idx) {
+			continue
 		}
+		off := uint64(idx) * uint64(m.fragSize)
+		n := wire.FragLen(m.total, m.fragSize, idx)
+		if n == 0 {
+			continue
+		}
+		s.exp = append(s.exp, expected{srcProc: uint32(m.key.srcProc), msgID: m.msgID, frag: idx, m: m})
+		s.regions = append(s.regions, m.data[off:off+n:off+n])
 	}
+}
+
+// tellLocked tells the port the expectations made (of m's fragments), or
+// withdraws those it holds when none were. m's peer's rxmu is held.
+func (d *dispatcher) tellLocked(m *mcb) {
+	s := &d.pl
 	if len(s.exp) > 0 {
 		m.expBy = d
 		s.expGen = d.placeGen.Load()
@@ -231,4 +264,64 @@ func (d *dispatcher) expect() {
 		s.placer.Expect(0, nil, nil)
 		s.live = false
 	}
+}
+
+// leadMin is the smallest message after which the port is asked to show
+// the head of the next datagram before receiving it: a look costs a
+// system call, which copying a fragment of 32 KiB costs several times.
+const leadMin = 32 << 10
+
+// lead is shown the head of the next datagram (n bytes in all) before the
+// port receives it, after a large message (expect). When it is the first
+// fragment of a large message that a posted receive is waiting for, the
+// message is started and its receive claimed now, as its first fragment
+// would do, so that the fragment itself, and those after it, are
+// received in place. The datagram is then handled as any other (it may
+// yet be dropped: the message then waits for its fragments to be sent
+// again, as for a fragment lost). Anything else is left to the handling
+// of the datagram. It runs within the port's receive, on the goroutine
+// holding the token.
+func (d *dispatcher) lead(dg []byte, n int) {
+	e := d.e
+	// Asked again only once a large message is placed into again.
+	d.pl.lastTotal = 0
+	h, err := wire.DecodeHead(dg, n, e.cfg.JobKey)
+	if err != nil || !d.protected || h.Kind != wire.Data || h.Flags&(wire.FlagReliable|wire.FlagBundle|wire.FlagRendezvous) != 0 ||
+		ProcID(h.DstProc) != e.cfg.Proc || h.DstInc != 0 && h.DstInc != e.inc ||
+		h.Total < leadMin || int64(h.Total) > e.cfg.MaxMessage {
+		return
+	}
+	nfrag := wire.FragCount(h.Total, h.FragSize)
+	if nfrag > 1 && h.FragSize < minFragSize {
+		return
+	}
+	p := e.peer(ProcID(h.SrcProc))
+	if p == nil || h.SrcInc != p.inc.Load() {
+		return
+	}
+	p.rxmu.Lock()
+	defer p.rxmu.Unlock()
+	rx := &p.rx
+	if rx.silent || rx.has(h.Seq) || h.Seq >= rx.cum+rx.window() || rx.finished(h.MsgID) || rx.inprog[h.MsgID] != nil {
+		return
+	}
+	m := e.pool.get()
+	if m == nil {
+		return
+	}
+	m.key = key{ProcID(h.SrcProc), ThreadID(h.SrcThread), ThreadID(h.DstThread), Tag(h.Tag)}
+	m.msgID = h.MsgID
+	m.rndv = false
+	m.total = h.Total
+	if e.claimPostedLocked(p, m, false) == nil {
+		e.pool.put(m)
+		return
+	}
+	m.start(h.Total, h.FragSize, uint32(nfrag), &e.bufs)
+	d.trackLocked(p, m)
+	d.c.peekStarts.Add(1)
+	s := &d.pl
+	s.reset()
+	s.regionsLocked(m, 0, d.fab.BatchSize())
+	d.tellLocked(m)
 }

@@ -91,6 +91,62 @@ func TestReceiveInPlaceOverUDP(t *testing.T) {
 	}
 }
 
+// In a stream of large messages into receives posted ahead, the first
+// fragment of each message after the first is received in place too: the
+// port shows the dispatcher its head before receiving it, and the message
+// is started then. Messages of two fragments would have half of theirs
+// copied otherwise.
+func TestReceiveInPlaceFirstFragment(t *testing.T) {
+	es := udpEngines(t, 2, Blocking)
+	rx := es[1]
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	sizes := []int{64 << 10, 64<<10 + 7, 100 << 10}
+	const n = 30
+	var recvs, sends [n]*Request
+	var data [n][]byte
+	for i := range n {
+		data[i] = quickPattern(sizes[i%len(sizes)], uint64(i))
+		recvs[i] = rx.newRecv(4, 0, 3, 9, make([]byte, len(data[i])))
+		rx.post(recvs[i])
+	}
+	// The first message alone: its first fragment comes before any was
+	// placed, and may come with the next ones in one batch.
+	sends[0] = send(t, es[0], 3, 1, 4, 9, data[0])
+	if err := recvs[0].Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	in0, _, _ := placedStats(rx)
+	for i := 1; i < n; i++ {
+		sends[i] = send(t, es[0], 3, 1, 4, 9, data[i])
+	}
+	for i := range n {
+		if err := sends[i].Wait(ctx); err != nil {
+			t.Fatalf("message %d: send: %v", i, err)
+		}
+		if err := recvs[i].Wait(ctx); err != nil {
+			t.Fatalf("message %d: receive: %v", i, err)
+		}
+		if !bytes.Equal(recvs[i].Data(), data[i]) {
+			t.Fatalf("message %d: data differ", i)
+		}
+	}
+	in1, lost, _ := placedStats(rx)
+	var peeks uint64
+	for _, s := range rx.Stats() {
+		peeks += s.PeekStarts
+	}
+	frags := uint64(2 * (n - 1))
+	t.Logf("%d of %d fragments received in place; %d messages started from a head peeked; lost %d", in1-in0, frags, peeks, lost)
+	if peeks == 0 || (in1-in0)*3 < 2*frags {
+		t.Fatalf("%d of %d fragments received in place (%d messages started from a head peeked), want at least 2 in 3",
+			in1-in0, frags, peeks)
+	}
+	if lost != 0 {
+		t.Fatalf("%d fragments received in place dropped with no receive cancelled", lost)
+	}
+}
+
 // With losses, duplicates, corruption and reordering on the way, the
 // messages still come out whole: the datagrams not where the port
 // expected them are copied and handled as any other.

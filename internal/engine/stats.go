@@ -69,6 +69,10 @@ type PortStats struct {
 	// buffer go meanwhile; Withdrawals, the times the fabric's
 	// expectations were taken back before a receive let its buffer go.
 	FragsInPlace, PlacedLost, Withdrawals uint64
+	// PeekStarts counts the messages started from the head of their first
+	// fragment, peeked before it was received, so that it could be
+	// received in place too.
+	PeekStarts uint64
 
 	// AcksDeferred counts the acknowledgements held back for data going
 	// the other way to carry them (a reply was likely); AcksLate, those of
@@ -107,6 +111,7 @@ type counters struct {
 
 	inPlace                               atomic.Uint64
 	fragsInPlace, placedLost, withdrawals atomic.Uint64
+	peekStarts                            atomic.Uint64
 
 	acksDeferred, acksLate atomic.Uint64
 
@@ -135,6 +140,7 @@ func (c *counters) snapshot(s *PortStats) {
 	s.FragsInPlace = c.fragsInPlace.Load()
 	s.PlacedLost = c.placedLost.Load()
 	s.Withdrawals = c.withdrawals.Load()
+	s.PeekStarts = c.peekStarts.Load()
 	s.AcksDeferred = c.acksDeferred.Load()
 	s.AcksLate = c.acksLate.Load()
 	s.BundlesSent = c.bundlesSent.Load()

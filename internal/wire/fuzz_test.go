@@ -18,8 +18,13 @@ func FuzzDecode(f *testing.F) {
 	f.Add(bundle(Header{JobKey: key, FragSize: 1000, MsgID: 5, Seq: 9}, subs, [][]byte{make([]byte, 64), []byte("x")}))
 	f.Add(bundle(Header{JobKey: key, Flags: FlagAck | FlagBodyUnsummed, FragSize: 64}, subs[:1], [][]byte{{}}))
 	f.Add(bundle(Header{JobKey: key, Flags: FlagReliable, FragSize: 1000, MsgID: 7}, subs[:1], [][]byte{make([]byte, 64)}))
+	f.Add(encode(Header{Kind: Data, Flags: FlagBodyUnsummed, JobKey: key, FragSize: 100, Total: 250, FragIndex: 2}, make([]byte, 50)))
 	f.Fuzz(func(t *testing.T, pkt []byte) {
+		hh, herr := DecodeHead(pkt, len(pkt), key)
 		h, body, err := Decode(pkt, key)
+		if herr == nil && (err != nil || hh != h) {
+			t.Fatalf("DecodeHead accepted %+v, Decode %+v, %v", hh, h, err)
+		}
 		if err != nil {
 			return
 		}

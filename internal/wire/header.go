@@ -280,6 +280,24 @@ func Decode(pkt []byte, jobKey uint64) (Header, []byte, error) {
 // pkt (HeaderSize bytes at least, the rest ignored) and its body. It
 // returns body as the datagram's body.
 func DecodeSplit(pkt, body []byte, jobKey uint64) (Header, []byte, error) {
+	return decode(pkt, body, len(body), jobKey)
+}
+
+// DecodeHead is Decode of the header alone of a datagram of n bytes in
+// all whose body is not yet at hand: it refuses (ErrChecksum) a header
+// whose checksum covers the body.
+func DecodeHead(pkt []byte, n int, jobKey uint64) (Header, error) {
+	if len(pkt) < HeaderSize || n < HeaderSize {
+		return Header{}, ErrShort
+	}
+	if summed(pkt, pkt) != nil {
+		return Header{}, ErrChecksum
+	}
+	h, _, err := decode(pkt[:HeaderSize], nil, n-HeaderSize, jobKey)
+	return h, err
+}
+
+func decode(pkt, body []byte, bodyLen int, jobKey uint64) (Header, []byte, error) {
 	var h Header
 	if len(pkt) < HeaderSize {
 		return h, nil, ErrShort
@@ -312,7 +330,7 @@ func DecodeSplit(pkt, body []byte, jobKey uint64) (Header, []byte, error) {
 	h.SrcInc = le.Uint32(pkt[80:])
 	h.DstInc = le.Uint32(pkt[84:])
 	h.AckCum = le.Uint64(pkt[88:])
-	if uint64(h.BodyLen) != uint64(len(body)) {
+	if uint64(h.BodyLen) != uint64(bodyLen) {
 		return h, nil, ErrLength
 	}
 	if le.Uint64(pkt[72:]) != checksum(pkt, summed(pkt, body)) {

@@ -45,3 +45,29 @@ func TestBodyUnsummed(t *testing.T) {
 		t.Errorf("resealed, body changed: %v", err)
 	}
 }
+
+// DecodeHead decodes the header of a datagram whose checksum covers the
+// header alone, from its head and length, as Decode does the whole; it
+// refuses a header whose checksum covers the body, a length that is not
+// the header's, and a short head.
+func TestDecodeHead(t *testing.T) {
+	h := Header{Kind: Data, Flags: FlagBodyUnsummed, JobKey: key, FragSize: 100, Total: 250, FragIndex: 1}
+	p := encode(h, make([]byte, 100))
+	want, _, err := Decode(p, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := DecodeHead(p[:HeaderSize+10], len(p), key); err != nil || got != want {
+		t.Errorf("DecodeHead: %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := DecodeHead(p, len(p)-1, key); !errors.Is(err, ErrLength) {
+		t.Errorf("another length: %v", err)
+	}
+	if _, err := DecodeHead(p[:HeaderSize-1], len(p), key); !errors.Is(err, ErrShort) {
+		t.Errorf("short head: %v", err)
+	}
+	h.Flags = 0
+	if _, err := DecodeHead(encode(h, make([]byte, 100)), HeaderSize+100, key); !errors.Is(err, ErrChecksum) {
+		t.Errorf("body summed: %v", err)
+	}
+}
