@@ -361,7 +361,11 @@ func TestDriveAnyFollowsData(t *testing.T) {
 	if st[0].Leads > 1 {
 		t.Errorf("receives from any process drove the idle first port %d times", st[0].Leads)
 	}
-	if st[1].DispatcherBatches > n/4 {
+	// Some batches fall to the dispatcher on a loaded machine (a driver
+	// whose message is long in coming gives the port back, a
+	// retransmission comes while nobody waits): 55 of 200 at load 23.
+	// A receive driving the first port left every one to it (200 or more).
+	if st[1].DispatcherBatches > n*3/4 {
 		t.Errorf("%d of %d messages' batches received by the dispatcher, not by the waiting thread (stats %+v)",
 			st[1].DispatcherBatches, n, st[1])
 	}
