@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -58,12 +59,31 @@ func TestIsendCompletesOnCopy(t *testing.T) {
 	}
 	t.Logf("%d of %d messages done when Isend returned", copied, n)
 
-	// A large message is not copied: done once accepted.
-	big := make([]byte, pcor.EagerLimit+1)
-	r := ta.Isend(tc.Addr(), 2, big)
-	if done, _ := r.Test(); done {
-		t.Fatal("a message larger than EagerLimit was done when Isend returned")
+	// A large message is not copied: done once accepted. It goes to a
+	// process that never answers (a socket nobody reads), so that it
+	// cannot be accepted before it is looked at: to a live one it was,
+	// now and then, by the time Isend returned on a loaded machine. A
+	// small message to it is copied and done at once.
+	silent, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	defer silent.Close()
+	if err := a.AddPeer(pcor.Peer{Proc: 2, Addr: silent.LocalAddr().String()}); err != nil {
+		t.Fatal(err)
+	}
+	nobody := pcor.Addr{Proc: 2, Thread: 0}
+	if done, err := ta.Isend(nobody, 2, data).Test(); !done || err != nil {
+		t.Fatalf("a small message to a silent process: done %v, %v; want done when Isend returned", done, err)
+	}
+	big := make([]byte, pcor.EagerLimit+1)
+	r := ta.Isend(nobody, 2, big)
+	if done, err := r.Test(); done {
+		t.Fatalf("a message larger than EagerLimit was done when Isend returned (%v)", err)
+	}
+	r.Cancel()
+	// And to a live process it arrives, and its request completes.
+	r = ta.Isend(tc.Addr(), 2, big)
 	if _, err := tc.Recv(ctx, ta.Addr(), 2); err != nil {
 		t.Fatal(err)
 	}
