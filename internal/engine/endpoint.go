@@ -137,7 +137,7 @@ func (ep *Endpoint) Irecv(srcProc ProcID, srcThread ThreadID, tag Tag, buf []byt
 // a send, or a request not yet completed is left alone and a new request
 // is posted as Irecv does.
 func (ep *Endpoint) IrecvReuse(r *Request, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) *Request {
-	if r == nil || r.kind != recvReq || r.eng != ep.e || r.state.Load() != stateDone {
+	if r == nil || r.kind != recvReq || r.eng != ep.e || !r.completed() {
 		return ep.Irecv(srcProc, srcThread, tag, buf)
 	}
 	r.reset()

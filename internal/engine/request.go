@@ -138,7 +138,9 @@ func (r *Request) reset() {
 // idle reports whether the request has completed and the engine holds no
 // reference to it any more, so that its owner may reuse it (fragments in
 // flight can refer to a send after it completed).
-func (r *Request) idle() bool { return r.state.Load() == stateDone && r.refs.Load() == 0 }
+// A completion under way (a waiter woken by its signal returns before the
+// state is done) is waited out.
+func (r *Request) idle() bool { return r.completed() && r.refs.Load() == 0 }
 
 // setSend fills r as a send from thread src of this process.
 func (r *Request) setSend(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) {

@@ -103,3 +103,72 @@ func TestRecvWhileLastCompletes(t *testing.T) {
 		}
 	}
 }
+
+// A request whose waiter was woken before its state was done is reused as
+// one that completed: by IrecvReuse, and by Send for its own request.
+func TestReuseWhileLastCompletes(t *testing.T) {
+	e0, e1 := memPair(t, Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	underWay := func(r *Request) <-chan struct{} {
+		r.state.Store(stateClaimed)
+		stored := make(chan struct{})
+		go func() {
+			for range 100 {
+				runtime.Gosched()
+			}
+			r.state.Store(stateDone)
+			close(stored)
+		}()
+		return stored
+	}
+
+	ep := e1.Endpoint(4)
+	r := ep.Irecv(0, 3, 7, nil)
+	r.Cancel()
+	if err := r.Wait(ctx); err != ErrCanceled {
+		t.Fatalf("cancelled receive: %v", err)
+	}
+	stored := underWay(r)
+	if got := ep.IrecvReuse(r, 0, 3, 7, nil); got != r {
+		t.Error("IrecvReuse did not reuse a receive whose completion was under way")
+	}
+	<-stored
+	if err := e0.Post(3, 1, 4, 7, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Wait(ctx); err != nil || string(r.Data()) != "x" {
+		t.Fatalf("reused receive: %v %q", err, r.Data())
+	}
+
+	src := e0.Endpoint(3)
+	go func() {
+		buf := make([]byte, 8)
+		for range 2 {
+			if _, err := ep.Recv(ctx, 0, 3, 8, buf); err != nil {
+				return
+			}
+		}
+	}()
+	if err := src.Send(ctx, 1, 4, 8, []byte("a")); err != nil {
+		t.Fatal(err)
+	}
+	s := src.send
+	if s == nil {
+		t.Fatal("Send kept no request")
+	}
+	for i := 0; s.refs.Load() != 0; i++ {
+		if i == 1000 {
+			t.Fatal("the send's request stayed referenced")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	stored = underWay(s)
+	if err := src.Send(ctx, 1, 4, 8, []byte("b")); err != nil {
+		t.Fatal(err)
+	}
+	<-stored
+	if src.send != s {
+		t.Error("Send did not reuse its request whose completion was under way")
+	}
+}
