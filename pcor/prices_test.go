@@ -126,14 +126,22 @@ func TestSendsArePassiveSamples(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	n := 0
-	for _, s := range prices.Samples(l) {
-		if s.N == 8000 {
-			n++
+	// The node's own first round of measurements (priceFirst after
+	// Join) may come during the sends, on a loaded machine, and move the
+	// route between the two links: a sample goes to the link the send
+	// took, so they are counted over both.
+	n, per := 0, map[string]int{}
+	for _, network := range []string{"a", "b"} {
+		ln := routing.Link{Peer: 1, Fabric: rt.Fabric, Network: network}
+		for _, s := range prices.Samples(ln) {
+			if s.N == 8000 {
+				n++
+				per[network]++
+			}
 		}
 	}
 	if n != sends/passiveEvery {
-		t.Fatalf("%d samples of the %d sends of 8000 B on %v", n, sends, l)
+		t.Fatalf("%d samples of the %d sends of 8000 B (by network: %v; route at the start on %v)", n, sends, per, l)
 	}
 }
 
