@@ -21,7 +21,7 @@ type Endpoint struct {
 
 // Endpoint returns an endpoint for thread id.
 func (e *Engine) Endpoint(id ThreadID) *Endpoint {
-	return &Endpoint{e: e, id: id, recv: newRequest(e, recvReq)}
+	return &Endpoint{e: e, id: id, recv: ownRequest(e, recvReq)}
 }
 
 // ID is the endpoint's thread id.
@@ -159,7 +159,7 @@ func (ep *Endpoint) Send(ctx context.Context, dstProc ProcID, dstThread ThreadID
 		r.reset()
 		r.kind = sendReq
 	} else {
-		r = newRequest(ep.e, sendReq)
+		r = ownRequest(ep.e, sendReq)
 		ep.send = r
 	}
 	r.setSend(ep.id, dstProc, dstThread, tag, data)
@@ -204,7 +204,7 @@ func (ep *Endpoint) Recv(ctx context.Context, srcProc ProcID, srcThread ThreadID
 		// request rather than wait that out, which at 1,000 threads was
 		// about once a message, each look a turn of the scheduler.
 		if ep.recvAlt == nil {
-			ep.recvAlt = newRequest(ep.e, recvReq)
+			ep.recvAlt = ownRequest(ep.e, recvReq)
 		}
 		ep.recv, ep.recvAlt = ep.recvAlt, r
 		r = ep.recv

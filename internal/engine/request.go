@@ -91,6 +91,16 @@ type Request struct {
 	// next so that a thread waiting in turn with many others allocates
 	// no timer per message.
 	timer *time.Timer
+
+	// An endpoint's own request, waited on again and again with the
+	// same context, learns of the context's end on done (ctxwait.go):
+	// ctxSeen is the Done channel of the last wait, ctxDone the one
+	// watched, ctxStop ends the watch, ctxWait says whether a wait
+	// takes the watch's signal.
+	own              bool
+	ctxSeen, ctxDone <-chan struct{}
+	ctxStop          func() bool
+	ctxWait          atomic.Uint32
 }
 
 func newRequest(e *Engine, k reqKind) *Request {
@@ -275,6 +285,8 @@ func (r *Request) block(ctx context.Context, d time.Duration) (err error, done b
 	} else if ctx.Done() == nil {
 		<-wake
 		return r.err, true
+	} else if r.watches(ctx) {
+		return r.plainWait(ctx, wake)
 	}
 	select {
 	case <-wake:

@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// A Recv blocked with the context its endpoint's last waits used (watched,
+// no select) ends when the context does.
+func TestPlainWaitEndsWithContext(t *testing.T) {
+	e, err := New(Config{Proc: 0, JobKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.spinMax = 0 // every wait blocks
+	b := e.Endpoint(2)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	buf := make([]byte, 1)
+	for i := range 3 {
+		go e.Endpoint(1).Send(ctx, 0, 2, 7, []byte{byte(i)})
+		if _, err := b.Recv(ctx, 0, 1, 7, buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b.recv.ctxDone != ctx.Done() && (b.recvAlt == nil || b.recvAlt.ctxDone != ctx.Done()) {
+		t.Fatal("the endpoint's receive does not watch the context it waited with three times")
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := b.Recv(ctx, 0, 1, 7, buf)
+		got <- err
+	}()
+	time.Sleep(5 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Recv after the context ended: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("a watched wait did not end with its context")
+	}
+}
+
+// Contexts that end while messages complete the waits on them, some
+// watched, some not: every Recv returns its own message or the context's
+// error, never a receive still pending (a signal of the watch left over
+// for a later wait), and nothing blocks for good.
+func TestPlainWaitNoStraySignal(t *testing.T) {
+	e, err := New(Config{Proc: 0, JobKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	b := e.Endpoint(2)
+	outer, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	buf := make([]byte, 2)
+	deadline := time.Now().Add(5 * time.Second)
+	sent := byte(0)
+	for round := 0; round < 50000 && time.Now().Before(deadline); round++ {
+		e.spinMax = int32(round % 2)
+		ctx, cancel := context.WithCancel(outer)
+		for i := range 4 {
+			sent++
+			msg := []byte{sent, byte(round)}
+			if i == 3 {
+				// The context ends about when the message comes.
+				go cancel()
+			}
+			go e.Endpoint(1).Send(outer, 0, 2, 7, msg)
+			r, err := b.Recv(ctx, 0, 1, 7, buf)
+			if err != nil {
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("round %d: %v", round, err)
+				}
+				// Withdrawn: the message is taken with the next context.
+				r, err = b.Recv(outer, 0, 1, 7, buf)
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if r.state.Load() == statePending || len(r.Data()) != 2 || r.Data()[0] != sent {
+				t.Fatalf("round %d message %d: Recv returned %v (pending %v), want %d", round, i, r.Data(), r.state.Load() == statePending, sent)
+			}
+		}
+		cancel()
+	}
+}
