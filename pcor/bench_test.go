@@ -119,19 +119,7 @@ func BenchmarkRate64(b *testing.B) {
 		done <- nil
 	}()
 	b.ReportAllocs()
-	var window []*pcor.Request
-	for i := 0; i < b.N; i++ {
-		window = append(window, src.Isend(dst.Addr(), 1, msg))
-		if len(window) == 64 {
-			if err := window[0].Wait(ctx); err != nil {
-				b.Fatal(err)
-			}
-			window = window[1:]
-		}
-	}
-	for _, r := range window {
-		r.Wait(ctx)
-	}
+	sendWindowed(ctx, b, src, dst, msg)
 	if err := <-done; err != nil {
 		b.Fatal(err)
 	}
@@ -255,6 +243,15 @@ func BenchmarkRate64Shm(b *testing.B) {
 		done <- nil
 	}()
 	b.ReportAllocs()
+	sendWindowed(ctx, b, src, dst, msg)
+	if err := <-done; err != nil {
+		b.Fatal(err)
+	}
+}
+
+// sendWindowed sends msg b.N times from src to dst with Isend, at most 64
+// sends outstanding, and waits for the last of them.
+func sendWindowed(ctx context.Context, b *testing.B, src, dst *pcor.Thread, msg []byte) {
 	var window []*pcor.Request
 	for i := 0; i < b.N; i++ {
 		window = append(window, src.Isend(dst.Addr(), 1, msg))
@@ -267,8 +264,5 @@ func BenchmarkRate64Shm(b *testing.B) {
 	}
 	for _, r := range window {
 		r.Wait(ctx)
-	}
-	if err := <-done; err != nil {
-		b.Fatal(err)
 	}
 }

@@ -98,29 +98,7 @@ func TestExpect(t *testing.T) {
 
 	// A Wait (which sleeps in the kernel) receives with them too.
 	b.Expect(head, regions[:1], fits)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		msgs := make([][]byte, b.BatchSize())
-		for {
-			n, err := b.Wait(msgs, time.Now().Add(5*time.Second))
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			if n > 0 {
-				if !bytes.Equal(msgs[0], dgs[0].Head) || !bytes.Equal(regions[0], dgs[0].Body) {
-					t.Errorf("Wait: got %q, region %v", msgs[0], regions[0])
-				}
-				return
-			}
-		}
-	}()
-	time.Sleep(10 * time.Millisecond) // most often asleep by now
-	if _, err := a.Send(dgs[:1]); err != nil {
-		t.Fatal(err)
-	}
-	<-done
+	waitInPlace(t, a, b, dgs[0], regions[0])
 }
 
 // A port asked to lead shows the caller the head of the next datagram
@@ -193,9 +171,20 @@ func TestLead(t *testing.T) {
 	// A Wait (which sleeps in the kernel) leads too.
 	clear(regions[0])
 	b.Lead(lead)
+	waitInPlace(t, a, b, dgs[0], regions[0])
+	if len(shown) != 2 {
+		t.Errorf("lead called %d times in all, want twice", len(shown))
+	}
+}
+
+// waitInPlace sends dg from a while b sleeps in Wait, and checks that the
+// Wait returns dg's head alone with its body in region.
+func waitInPlace(t *testing.T, a, b *Port, dg fabric.Datagram, region []byte) {
+	t.Helper()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		msgs := make([][]byte, b.BatchSize())
 		for {
 			n, err := b.Wait(msgs, time.Now().Add(5*time.Second))
 			if err != nil {
@@ -203,19 +192,16 @@ func TestLead(t *testing.T) {
 				return
 			}
 			if n > 0 {
-				if !bytes.Equal(msgs[0], dgs[0].Head) || !bytes.Equal(regions[0], dgs[0].Body) {
-					t.Errorf("Wait: got %q, region %v", msgs[0], regions[0])
+				if !bytes.Equal(msgs[0], dg.Head) || !bytes.Equal(region, dg.Body) {
+					t.Errorf("Wait: got %q, region %v", msgs[0], region)
 				}
 				return
 			}
 		}
 	}()
 	time.Sleep(10 * time.Millisecond) // most often asleep by now
-	if _, err := a.Send(dgs[:1]); err != nil {
+	if _, err := a.Send([]fabric.Datagram{dg}); err != nil {
 		t.Fatal(err)
 	}
 	<-done
-	if len(shown) != 2 {
-		t.Errorf("lead called %d times in all, want twice", len(shown))
-	}
 }

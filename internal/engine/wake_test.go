@@ -44,14 +44,7 @@ func TestWokenWaiterReturnsAtOnce(t *testing.T) {
 	}
 
 	// Err waits out the completion under way.
-	stored := make(chan struct{})
-	go func() {
-		for range 100 {
-			runtime.Gosched()
-		}
-		r.state.Store(stateDone)
-		close(stored)
-	}()
+	stored := finishLater(r)
 	if err := r.Err(); err != want {
 		t.Errorf("Err during the completion = %v, want %v", err, want)
 	}
@@ -112,15 +105,7 @@ func TestReuseWhileLastCompletes(t *testing.T) {
 	defer cancel()
 	underWay := func(r *Request) <-chan struct{} {
 		r.state.Store(stateClaimed)
-		stored := make(chan struct{})
-		go func() {
-			for range 100 {
-				runtime.Gosched()
-			}
-			r.state.Store(stateDone)
-			close(stored)
-		}()
-		return stored
+		return finishLater(r)
 	}
 
 	ep := e1.Endpoint(4)
@@ -171,4 +156,19 @@ func TestReuseWhileLastCompletes(t *testing.T) {
 	if src.send != s {
 		t.Error("Send did not reuse its request whose completion was under way")
 	}
+}
+
+// finishLater ends, a little later, the completion of r under way (its
+// signal sent, its state claimed): it stores the state done, and closes
+// the channel it returns once it has.
+func finishLater(r *Request) <-chan struct{} {
+	stored := make(chan struct{})
+	go func() {
+		for range 100 {
+			runtime.Gosched()
+		}
+		r.state.Store(stateDone)
+		close(stored)
+	}()
+	return stored
 }
