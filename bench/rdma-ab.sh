@@ -8,12 +8,19 @@
 # (/cs context switches, /sys system calls (tracefs is mounted for them),
 # /cpu CPU µs): counters tell variants apart where TCG's timings cannot.
 #
-#   bench/rdma-ab.sh [-r ROUNDS] [-c CMDS] [-o LOG] NAME=BENCH_BINARY ...
+#   bench/rdma-ab.sh [-r ROUNDS] [-c CMDS] [-o LOG] [-T] NAME=BENCH_BINARY ...
 #
 #   -r N     rounds (default 3)
 #   -c CMDS  ;-separated bench arguments run per binary per round (default:
 #            the 2 B round trip and the 64 KiB and 1 MiB streams, both modes)
 #   -o LOG   the guest's output (default /tmp/rdma-ab.log)
+#   -T       also count each system call and context switch of the whole
+#            guest during each command (tracefs histograms): the summary
+#            then gives, per variant, the median count per command run of
+#            each system call (trace CMD sys_NAME) and of the switches away
+#            from the bench processes, runnable (switch/preempted) or
+#            sleeping (switch/slept). Runs with --baselines=false isolate
+#            pcor's own.
 #
 # Build the binaries with CGO_ENABLED=0 go build -o DIR/bench-x ./bench
 # (one per tree). Env: PCOR_RDMA_VM, RDMA_VM_TIMEOUT (default 1500).
@@ -24,12 +31,14 @@ VM=${PCOR_RDMA_VM:-$ROOT/../shared/rdma-vm/run.sh}
 ROUNDS=3
 CMDS="roundtrip --fabric rdma --mode blocking,polling --sizes 2 --iters 300 --reps 3 --warmup 10;throughput --fabric rdma --mode blocking,polling --sizes 64K,1M --reps 3"
 LOG=/tmp/rdma-ab.log
-while getopts "r:c:o:h" opt; do
+TRACE=0
+while getopts "r:c:o:Th" opt; do
 	case $opt in
 	r) ROUNDS=$OPTARG ;;
 	c) CMDS=$OPTARG ;;
 	o) LOG=$OPTARG ;;
-	*) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
+	T) TRACE=1 ;;
+	*) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -45,6 +54,15 @@ for a in "$@"; do base+=("$(basename "${a#*=}")"); done
 
 guest="cd /payload
 mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
+T=/sys/kernel/tracing
+H1='hist:keys=id.syscall:vals=hitcount:sort=hitcount.descending:size=256'
+H2='hist:keys=prev_comm,prev_state:vals=hitcount:sort=hitcount.descending'
+trace() {
+	if [ $TRACE = 1 ]; then
+		echo \"\$1\$H1\" >\$T/events/raw_syscalls/sys_enter/trigger
+		echo \"\$1\$H2\" >\$T/events/sched/sched_switch/trigger
+	fi
+}
 names='${names[*]}'
 bins='${base[*]}'
 n=${#names[@]}
@@ -55,7 +73,13 @@ for r in \$(seq 1 $ROUNDS); do
 		name=\$(echo \$names | cut -d' ' -f\$i); bin=\$(echo \$bins | cut -d' ' -f\$i)
 		for c in \"\$@\"; do
 			echo \"### round \$r variant \$name: \$c\"
+			trace ''
 			./\$bin \$c 2>/tmp/err || { echo \"!!! failed\"; tail -5 /tmp/err; }
+			if [ $TRACE = 1 ]; then
+				echo '### syscalls'; grep -E '^\\{ id:' \$T/events/raw_syscalls/sys_enter/hist
+				echo '### switches'; grep -E '^\\{ prev_comm: bench' \$T/events/sched/sched_switch/hist
+				trace '!'
+			fi
 		done
 	done
 done"
@@ -68,7 +92,22 @@ echo "rdma-ab.sh: guest took $(($(date +%s) - start)) s; host load $(cut -d' ' -
 # Each bench table row: size, then per series median and spread, then the
 # ratios (ending in x). Print name, command, size and each ratio column.
 awk '
-/^### round/ { v = $5; sub(":", "", v); cmd = $6; next }
+/^### round/ {
+	flushsw(); v = $5; sub(":", "", v); cmd = $6; vs[v] = 1
+	for (k = 7; k < NF; k++) if ($k == "--mode" && $(k + 1) !~ /,/) cmd = cmd "/" $(k + 1)
+	next
+}
+# -T: "{ id: sys_write [  1] } hitcount:  3564" and
+# "{ prev_comm: bench-A   , prev_state:  1 } hitcount:  8841".
+/^\{ id: sys_/ { key = "trace " cmd " " $3; vals[v, key] = vals[v, key] " " $NF; keys[key] = 1; next }
+/^\{ prev_comm: bench/ {
+	key = "trace " cmd " switch/" ($(NF - 3) == 0 ? "preempted" : $(NF - 3) == 1 ? "slept" : "other")
+	seen[key] += $NF
+	next
+}
+/^### switches/ { next }
+/^### syscalls/ { next }
+function flushsw(   k) { for (k in seen) { vals[v, k] = vals[v, k] " " seen[k]; keys[k] = 1 }; delete seen }
 /^  # size/ { nh = 0; for (k = 3; k <= NF; k++) if ($k ~ /\//) h[++nh] = $k; next }
 /^ +[0-9]/ && cmd != "" {
 	j = 0
@@ -77,7 +116,7 @@ awk '
 /per (round trip|message), both processes/ { meter = 1; next }
 # The counters: "#  size  name..." then "#  SIZE  cpu / cs (vol) / syscalls ...".
 meter == 1 && /^#  size/ { nm = 0; for (k = 3; k <= NF; k++) m[++nm] = $k; meter = 2; next }
-meter == 2 && /^# +[0-9]/ {
+meter == 2 && /^# +[0-9]+[KMG]? +[0-9.]+ \// {
 	line = $0; sub("^# +", "", line); size = line; sub(" .*", "", size); sub("^[^ ]+ +", "", line)
 	ns = split(line, parts, "  +")
 	for (j = 1; j <= ns && j <= nm; j++) {
@@ -90,6 +129,7 @@ meter == 2 && /^# +[0-9]/ {
 }
 meter == 2 { meter = 0 }
 END {
+	flushsw()
 	for (key in keys) {
 		printf "%-28s", key
 		for (v in vs) {
