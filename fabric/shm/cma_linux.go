@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -242,7 +244,12 @@ func (p *Port) read(pid uint32, dst []byte, addr uint64) error {
 	if readGate != nil {
 		<-readGate
 	}
-	if len(dst) > 0 {
+	if len(dst) >= splitMin && runtime.GOMAXPROCS(0) > 1 {
+		p.st.cmaSplit.Add(1)
+		if err := readShared(int(pid), dst, addr); err != nil {
+			return err
+		}
+	} else if len(dst) > 0 {
 		if err := readFrom(int(pid), dst, addr); err != nil {
 			return err
 		}
@@ -288,4 +295,68 @@ func readFrom(pid int, dst []byte, addr uint64) error {
 		off += n
 	}
 	return nil
+}
+
+// A large read is shared by two threads. One thread's copy (the kernel's,
+// page by page) moves about 5 GB/s into memory outside its caches, and
+// while a stream's receiver reads, the sender's thread mostly waits for
+// the read to end: the calling thread and a goroutine it starts take the
+// message's chunks in turn, each with process_vm_readv of its own. A
+// helper that does not get a processor in time takes nothing: the caller
+// reads every chunk no thread has taken and waits only for chunks the
+// helper is reading.
+const (
+	splitMin   = 512 << 10 // the smallest read shared (two chunks)
+	splitChunk = 256 << 10
+)
+
+// sharedRead is a read cut into chunks that its readers claim in turn.
+type sharedRead struct {
+	pid    int
+	dst    []byte
+	addr   uint64
+	chunks int32
+	next   atomic.Int32 // the next chunk to claim
+	done   atomic.Int32 // chunks read (or failed)
+	err    atomic.Pointer[error]
+	last   chan struct{} // closed by a helper that read the last chunk
+}
+
+// readShared fills dst from process pid's memory at addr, with one helper
+// goroutine.
+func readShared(pid int, dst []byte, addr uint64) error {
+	s := &sharedRead{pid: pid, dst: dst, addr: addr, chunks: int32((len(dst) + splitChunk - 1) / splitChunk), last: make(chan struct{})}
+	go func() {
+		if s.work() {
+			close(s.last)
+		}
+	}()
+	if !s.work() {
+		<-s.last
+	}
+	if err := s.err.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// work reads chunks until none is left to claim, and reports whether it
+// read the last one to end.
+func (s *sharedRead) work() (last bool) {
+	for {
+		i := s.next.Add(1) - 1
+		if i >= s.chunks {
+			return false
+		}
+		lo := int(i) * splitChunk
+		hi := min(lo+splitChunk, len(s.dst))
+		if s.err.Load() == nil {
+			if err := readFrom(s.pid, s.dst[lo:hi], s.addr+uint64(lo)); err != nil {
+				s.err.CompareAndSwap(nil, &err)
+			}
+		}
+		if s.done.Add(1) == s.chunks {
+			return true
+		}
+	}
 }

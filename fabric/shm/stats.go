@@ -15,6 +15,7 @@ type stats struct {
 	held           atomic.Uint64 // Hold calls
 	cmaReads       atomic.Uint64 // messages read from a sender's memory
 	cmaBytes       atomic.Uint64 // bytes read so
+	cmaSplit       atomic.Uint64 // of those reads, the ones shared by two threads
 	cmaRefused     atomic.Uint64 // senders whose memory the kernel would not let this port read
 }
 
@@ -43,6 +44,8 @@ type Stats struct {
 	// whose memory the kernel would not let this port read (their
 	// messages come in ring fragments).
 	CMAReads, CMABytes, CMARefused uint64
+	// CMAShared counts the reads of CMAReads shared by two threads.
+	CMAShared uint64
 }
 
 // Stats returns the port's counters.
@@ -53,5 +56,6 @@ func (p *Port) Stats() Stats {
 		TakenWaits: s.takenWaits.Load(),
 		Wakes:      s.wakes.Load(), Sleeps: s.sleeps.Load(), Corrupt: s.corrupt.Load(), Reclaimed: s.reclaimed.Load(),
 		Held: s.held.Load(), CMAReads: s.cmaReads.Load(), CMABytes: s.cmaBytes.Load(), CMARefused: s.cmaRefused.Load(),
+		CMAShared: s.cmaSplit.Load(),
 	}
 }
