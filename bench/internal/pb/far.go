@@ -182,8 +182,11 @@ func sendStep(ctx context.Context, f *far, n int) error {
 		f.senders = newCrew(N, func(i int) func(ctx context.Context, k int) error {
 			t := f.node.Thread(ContentionBase + pcor.ThreadID(N+i))
 			dst := f.near(ContentionBase + pcor.ThreadID(i))
+			// The window is the member's own from round to round: 1,000
+			// senders making one each round allocated 0.5 MB a timed round.
+			w := newWindow(max(f.job.Window, 1))
 			return func(ctx context.Context, k int) error {
-				return sendN(ctx, t, dst, data, k, f.job.Window)
+				return sendN(ctx, t, dst, data, k, w)
 			}
 		})
 	}
@@ -193,9 +196,9 @@ func sendStep(ctx context.Context, f *far, n int) error {
 	return f.senders.wait()
 }
 
-// sendN sends n messages of data to dst with at most window in flight.
-func sendN(ctx context.Context, t *pcor.Thread, dst pcor.Addr, data []byte, n, window int) error {
-	w := newWindow(max(window, 1))
+// sendN sends n messages of data to dst with at most w's capacity in
+// flight; w is empty when it returns.
+func sendN(ctx context.Context, t *pcor.Thread, dst pcor.Addr, data []byte, n int, w *window) error {
 	for range n {
 		if err := w.push(ctx, t.Isend(dst, TagData, data)); err != nil {
 			w.cancel()
