@@ -2,6 +2,7 @@ package pcor_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/pcor-go/pcor/fabric/udp"
@@ -266,3 +267,74 @@ func sendWindowed(ctx context.Context, b *testing.B, src, dst *pcor.Thread, msg 
 		r.Wait(ctx)
 	}
 }
+
+// BenchmarkContention streams 64-byte messages between n pairs of threads
+// of two nodes over UDP at once, each sender posting its share with Isend
+// and each receiver taking its share with RecvInto, as bench contention
+// does (b.N messages over all pairs). The threads are started, and a first
+// round of as many messages is run, before the timer: the timed round
+// finds the pools and the threads' stacks as a steady stream would.
+func BenchmarkContention(b *testing.B) {
+	for _, n := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
+			a, c := udpPair(b, pcor.Blocking)
+			ctx := context.Background()
+			msg := a.Alloc(64)
+			per := max(1, b.N/n)
+			errs := make(chan error, 2*n)
+			// a round for each receiver (2i) and each sender (2i+1)
+			rounds := make([]chan struct{}, 2*n)
+			for i := range rounds {
+				rounds[i] = make(chan struct{}, 1)
+			}
+			for i := range n {
+				src, dst := a.NewThread(), c.NewThread()
+				go func() {
+					buf := c.Alloc(64)
+					for range rounds[2*i] {
+						var err error
+						for range per {
+							if _, err = dst.RecvInto(ctx, src.Addr(), 1, buf); err != nil {
+								break
+							}
+						}
+						errs <- err
+					}
+				}()
+				go func() {
+					for range rounds[2*i+1] {
+						var err error
+						for range per {
+							if err = src.Isend(dst.Addr(), 1, msg).Wait(ctx); err != nil {
+								break
+							}
+						}
+						errs <- err
+					}
+				}()
+			}
+			defer func() {
+				for _, r := range rounds {
+					close(r)
+				}
+			}()
+			round := func() {
+				for _, r := range rounds {
+					r <- struct{}{}
+				}
+				for range 2 * n {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			round()
+			b.ReportAllocs()
+			b.ResetTimer()
+			round()
+			b.StopTimer()
+			b.ReportMetric(float64(n*per)/b.Elapsed().Seconds(), "msgs/s")
+		})
+	}
+}
+
