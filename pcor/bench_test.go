@@ -337,4 +337,3 @@ func BenchmarkContention(b *testing.B) {
 		})
 	}
 }
-
