@@ -43,3 +43,54 @@ func BenchmarkCMARead2MiBHuge(b *testing.B) {
 		}
 	}
 }
+
+// spreadBufs returns a 2 MiB source and n destinations of 2 MiB from
+// Alloc, every page touched: what a stream's receiver writes in turn (the
+// bench's sink keeps 32 receives of 2 MiB posted), far more than the CPU's
+// caches keep.
+func spreadBufs(n int) ([]byte, [][]byte) {
+	src := Alloc(2 << 20)
+	for i := range src {
+		src[i] = byte(i)
+	}
+	dst := make([][]byte, n)
+	for i := range dst {
+		dst[i] = Alloc(2 << 20)
+		copy(dst[i], src)
+	}
+	return src, dst
+}
+
+// BenchmarkCMARead2MiBSpread reads 2 MiB into 32 buffers in turn with one
+// process_vm_readv, BenchmarkCMARead2MiBShared the same with the read
+// shared by two threads (readShared), and BenchmarkMemmove2MiBSpread
+// copies into the same buffers with memmove: a stream's copy alone.
+func BenchmarkCMARead2MiBSpread(b *testing.B) {
+	benchSpread(b, func(dst, src []byte) error {
+		return readFrom(os.Getpid(), dst, uint64(uintptr(unsafe.Pointer(&src[0]))))
+	})
+}
+
+func BenchmarkCMARead2MiBShared(b *testing.B) {
+	benchSpread(b, func(dst, src []byte) error {
+		return readShared(os.Getpid(), dst, uint64(uintptr(unsafe.Pointer(&src[0]))))
+	})
+}
+
+func BenchmarkMemmove2MiBSpread(b *testing.B) {
+	benchSpread(b, func(dst, src []byte) error {
+		copy(dst, src)
+		return nil
+	})
+}
+
+func benchSpread(b *testing.B, read func(dst, src []byte) error) {
+	src, dst := spreadBufs(32)
+	b.SetBytes(int64(len(src)))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := read(dst[i%len(dst)], src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
