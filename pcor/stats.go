@@ -28,6 +28,11 @@ type PortStats struct {
 	SendErrors    uint64
 	ReceiveErrors uint64
 
+	// SpuriousTimeouts counts the retransmission timeouts found spurious
+	// (a fragment taken as lost was acknowledged without being sent
+	// again) and undone: the congestion window went back to where it was.
+	SpuriousTimeouts uint64
+
 	// MessagesInPlace counts the messages of 4 KiB or more received
 	// straight into the buffer of a receive posted before they arrived
 	// (an Irecv ahead of the message), with no second copy.
@@ -71,7 +76,7 @@ func portStats(s engine.PortStats) PortStats {
 		Fabric: s.Fabric, Endpoint: s.Endpoint, Mode: Mode(s.Mode),
 		FragsSent: s.FragsSent, FragsRecv: s.FragsRecv, BytesSent: s.BytesSent, BytesRecv: s.BytesRecv,
 		AcksSent: s.AcksSent, AcksRecv: s.AcksRecv, Retransmits: s.Retransmits, Timeouts: s.Timeouts,
-		FastRetrans: s.FastRetrans, Probes: s.Probes, Duplicates: s.Duplicates, BusySent: s.BusySent, BusyRecv: s.BusyRecv,
+		SpuriousTimeouts: s.SpuriousTimeouts, FastRetrans: s.FastRetrans, Probes: s.Probes, Duplicates: s.Duplicates, BusySent: s.BusySent, BusyRecv: s.BusyRecv,
 		Forwarded: s.Forwarded, Drops: s.Drops, DroppedTotal: s.DroppedTotal,
 		MessagesRecv: s.MessagesRecv, MessagesSent: s.MessagesSent,
 		SendErrors: s.SendErrors, ReceiveErrors: s.ReceiveErrors, MessagesInPlace: s.MessagesInPlace,

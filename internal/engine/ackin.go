@@ -22,13 +22,16 @@ func (p *peer) onAck(a *wire.AckBody, d *dispatcher) {
 	now := nanotime()
 	b := e.getBatch()
 	p.mu.Lock()
-	fastRetrans := p.applyAckLocked(a, now, b)
+	fastRetrans, undone := p.applyAckLocked(a, now, b)
 	// With nothing in flight or queued there is nothing to pump (the
 	// acknowledgement of a ping-pong's message, most often).
 	idle := p.tx.idle()
 	p.mu.Unlock()
 	if fastRetrans {
 		d.c.fastRetrans.Add(1)
+	}
+	if undone {
+		d.c.undos.Add(1)
 	}
 	d.c.msgsSent.Add(b.posted)
 	for _, r := range b.done {
@@ -44,8 +47,9 @@ func (p *peer) onAck(a *wire.AckBody, d *dispatcher) {
 
 // applyAckLocked applies a to the send stream; the messages it completes
 // are added to b.done. It reports whether a showed a loss that is
-// retransmitted at once. p.mu is held.
-func (p *peer) applyAckLocked(a *wire.AckBody, now int64, b *batch) (fastRetrans bool) {
+// retransmitted at once, and whether it showed the last retransmission
+// timeout spurious and undid it. p.mu is held.
+func (p *peer) applyAckLocked(a *wire.AckBody, now int64, b *batch) (fastRetrans, undone bool) {
 	e := p.e
 	t := &p.tx
 	if a.Window > 0 {
@@ -57,12 +61,15 @@ func (p *peer) applyAckLocked(a *wire.AckBody, now int64, b *batch) (fastRetrans
 	if a.Cum > p.ackedCum.Load() {
 		p.ackedCum.Store(a.Cum)
 	}
-	newly := p.ackCumulativeLocked(a.Cum, b)
-	n, highest := p.ackSelectiveLocked(a, b)
+	newly, spurious := p.ackCumulativeLocked(a.Cum, b)
+	n, highest, sp := p.ackSelectiveLocked(a, b)
 	newly += n
 	if highest > t.sackHigh {
 		t.sackHigh = highest
 	}
+	// Before the holes are looked at, so that a loss the timeout hid
+	// counts against the window put back.
+	undone = t.undoTimeout(spurious || sp, a.Cum)
 	if a.NSack > 0 {
 		fastRetrans = p.detectLossLocked(now)
 	}
@@ -72,14 +79,14 @@ func (p *peer) applyAckLocked(a *wire.AckBody, now int64, b *batch) (fastRetrans
 		t.onAcked(newly, float64(e.cfg.Window))
 		t.resetBackoff(e.cfg.MinRTO, e.cfg.MaxRTO)
 	}
-	return fastRetrans
+	return fastRetrans, undone
 }
 
 // ackCumulativeLocked retires the fragments below cum and returns how many
-// of them were newly acknowledged. p.mu is held.
-func (p *peer) ackCumulativeLocked(cum uint64, b *batch) int {
+// of them were newly acknowledged, and whether one of those was taken as
+// lost by a timeout and not sent again since. p.mu is held.
+func (p *peer) ackCumulativeLocked(cum uint64, b *batch) (newly int, timedOut bool) {
 	t := &p.tx
-	newly := 0
 	for t.rlen > 0 {
 		en := t.at(0)
 		if en.seq >= cum {
@@ -87,17 +94,19 @@ func (p *peer) ackCumulativeLocked(cum uint64, b *batch) int {
 		}
 		if !en.sacked {
 			newly++
+			timedOut = timedOut || en.timedOut
 			p.ackedLocked(en, b)
 		}
 		t.pop()
 	}
-	return newly
+	return newly, timedOut
 }
 
 // ackSelectiveLocked marks the fragments in a's selective blocks. It
-// returns how many were newly acknowledged and the highest sequence number
-// acknowledged. p.mu is held.
-func (p *peer) ackSelectiveLocked(a *wire.AckBody, b *batch) (newly int, highest uint64) {
+// returns how many were newly acknowledged, the highest sequence number
+// acknowledged, and whether a fragment newly acknowledged was taken as
+// lost by a timeout and not sent again since. p.mu is held.
+func (p *peer) ackSelectiveLocked(a *wire.AckBody, b *batch) (newly int, highest uint64, timedOut bool) {
 	t := &p.tx
 	highest = a.Cum
 	for i := 0; i < int(a.NSack); i++ {
@@ -114,6 +123,8 @@ func (p *peer) ackSelectiveLocked(a *wire.AckBody, b *batch) (newly int, highest
 				en.sacked = true
 				t.nSacked++
 				newly++
+				timedOut = timedOut || en.timedOut
+				en.timedOut = false
 				p.ackedLocked(en, b)
 				if en.need {
 					en.need = false
@@ -125,7 +136,7 @@ func (p *peer) ackSelectiveLocked(a *wire.AckBody, b *batch) (newly int, highest
 			highest = blk.End
 		}
 	}
-	return newly, highest
+	return newly, highest, timedOut
 }
 
 // detectLossLocked marks for retransmission the holes the selective

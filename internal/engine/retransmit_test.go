@@ -30,6 +30,9 @@ type tapPort struct {
 	// every later one (0: none).
 	cutAt uint64
 	cut   bool
+	// hold: keep acknowledgements back, in held, until release.
+	hold  bool
+	held  []fabric.Datagram
 	sends []time.Time // every data fragment, first or again
 	seqs  []uint64    // the sequence number of each of sends
 }
@@ -54,6 +57,10 @@ func (p *tapPort) Send(dgs []fabric.Datagram) (int, error) {
 				continue
 			}
 		}
+		if err == nil && h.Kind == wire.Ack && p.hold {
+			p.held = append(p.held, fabric.Datagram{Head: append([]byte(nil), d.Head...), Body: append([]byte(nil), d.Body...), To: d.To})
+			continue
+		}
 		if err == nil && h.Kind == wire.Ack && p.cutAt != 0 {
 			if p.cut {
 				continue
@@ -69,6 +76,16 @@ func (p *tapPort) Send(dgs []fabric.Datagram) (int, error) {
 		return 0, err
 	}
 	return len(dgs), nil
+}
+
+// release sends the acknowledgements held back and holds no more.
+func (p *tapPort) release() error {
+	p.mu.Lock()
+	held := p.held
+	p.hold, p.held = false, nil
+	p.mu.Unlock()
+	_, err := p.Port.Send(held)
+	return err
 }
 
 // tapPair connects engine 0, sending through a tap over a fault-injecting
@@ -426,5 +443,118 @@ func TestRandomLossKeepsWindow(t *testing.T) {
 	tx.onFastLoss(1500, 26, 1)
 	if tx.cwnd != 100 {
 		t.Errorf("26 losses in a round trip of a 200-fragment window left it at %v, want 100", tx.cwnd)
+	}
+}
+
+// A retransmission timeout that fires because the acknowledgements are
+// late, not because anything was lost, is undone when they come: they
+// acknowledge fragments the timeout took as lost and that were not sent
+// again, so the window goes back to where it was. A timeout after a real
+// loss (a cut link) stands.
+func TestSpuriousTimeoutUndone(t *testing.T) {
+	const rto = 100 * time.Millisecond
+	e0, e1, tap0, tap1, fa := tapBoth(t, Config{MinRTO: rto, MaxRTO: 10 * time.Second, UnreachableTimeout: time.Minute})
+	warmUp(t, e0, e1)
+	p := e0.peer(1)
+	const frags = 16
+	data := pattern(frags*(60<<10), 5)
+	type outcome struct {
+		before, after    float64
+		timeouts, undone uint64
+		sent, resentAll  int
+	}
+	// run sends data with the window at initialCwnd, the acknowledgements
+	// held back or the link cut until a timeout has fired. It reports the
+	// window before and after, the timeouts and those undone, the
+	// transmissions, and whether every fragment had gone again before the
+	// acknowledgements were let through (nothing left to show the timeout
+	// spurious: a loaded machine let the timer fire several times).
+	run := func(tag Tag, late bool) (o outcome) {
+		t.Helper()
+		st0 := e0.Stats()[0]
+		p.mu.Lock()
+		p.tx.cwnd, p.tx.ssthresh = initialCwnd, float64(e0.cfg.Window) // all the fragments go at once
+		o.before = p.tx.cwnd
+		first := p.tx.nextSeq
+		p.mu.Unlock()
+		tap0.mu.Lock()
+		from := len(tap0.seqs)
+		tap0.mu.Unlock()
+		if late {
+			tap1.mu.Lock()
+			tap1.hold = true
+			tap1.mu.Unlock()
+		} else {
+			fa.SetPartitioned(true)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r := e1.newRecv(0, 0, 0, tag, nil)
+		e1.post(r)
+		s := e0.newSend(0, 1, 0, tag, data)
+		e0.post(s)
+		for deadline := time.Now().Add(30 * time.Second); e0.Stats()[0].Timeouts == st0.Timeouts; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("no retransmission timeout in 30 s")
+			}
+		}
+		tap0.mu.Lock()
+		count := map[uint64]int{}
+		for _, q := range tap0.seqs[from:] {
+			if q >= first && q < first+frags {
+				count[q]++
+			}
+		}
+		tap0.mu.Unlock()
+		o.resentAll = 1
+		for q := first; q < first+frags; q++ {
+			if count[q] < 2 {
+				o.resentAll = 0
+			}
+		}
+		if late {
+			if err := tap1.release(); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			fa.SetPartitioned(false)
+		}
+		if err := s.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Wait(ctx); err != nil || !bytes.Equal(r.Data(), data) {
+			t.Fatalf("message: %v", err)
+		}
+		p.mu.Lock()
+		o.after = p.tx.cwnd
+		p.mu.Unlock()
+		st := e0.Stats()[0]
+		tap0.mu.Lock()
+		o.sent = len(tap0.seqs) - from
+		tap0.mu.Unlock()
+		o.timeouts, o.undone = st.Timeouts-st0.Timeouts, st.SpuriousTimeouts-st0.SpuriousTimeouts
+		return o
+	}
+	for attempt := 1; ; attempt++ {
+		o := run(Tag(10+attempt), true)
+		t.Logf("late acknowledgements, attempt %d: window %v -> %v, %d timeouts, %d undone, %d transmissions of %d fragments", attempt, o.before, o.after, o.timeouts, o.undone, o.sent, frags)
+		if o.resentAll != 0 && attempt < 5 {
+			continue
+		}
+		if o.undone == 0 {
+			t.Error("the timeout was not found spurious")
+		}
+		if o.after < o.before {
+			t.Errorf("window %v after a spurious timeout, want at least %v as before it", o.after, o.before)
+		}
+		break
+	}
+	o := run(3, false)
+	t.Logf("cut link: window %v -> %v, %d timeouts, %d undone, %d transmissions", o.before, o.after, o.timeouts, o.undone, o.sent)
+	if o.undone != 0 {
+		t.Errorf("%d timeouts undone after a real loss", o.undone)
+	}
+	if o.after >= o.before {
+		t.Errorf("window %v after a real loss, want below %v", o.after, o.before)
 	}
 }

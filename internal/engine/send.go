@@ -193,6 +193,7 @@ func (p *peer) fillLocked(b *batch, rs routeSet, now int64) {
 func (p *peer) resendLocked(b *batch, rs routeSet, en *txEntry, now int64) {
 	t := &p.tx
 	en.need = false
+	en.timedOut = false
 	t.nNeed--
 	rt := en.req.rt
 	if !rs.has(rt) {

@@ -59,6 +59,9 @@ type PortStats struct {
 	MessagesSent  uint64
 	SendErrors    uint64
 	ReceiveErrors uint64
+	// SpuriousTimeouts counts the retransmission timeouts undone: an
+	// acknowledgement showed that a fragment taken as lost had arrived.
+	SpuriousTimeouts uint64
 
 	// MessagesInPlace counts the messages received straight into the
 	// buffer of a receive posted before they arrived (no second copy).
@@ -105,7 +108,7 @@ type counters struct {
 	acksSent, acksRecv, retrans, dups          atomic.Uint64
 	busySent, busyRecv, forwarded              atomic.Uint64
 	holds                                      atomic.Uint64
-	timeouts, fastRetrans, probes              atomic.Uint64
+	timeouts, fastRetrans, probes, undos       atomic.Uint64
 	msgsRecv, msgsSent, sendErrs, recvErrs     atomic.Uint64
 	drops                                      [nDrops]atomic.Uint64
 
@@ -128,6 +131,7 @@ func (c *counters) snapshot(s *PortStats) {
 	s.Retransmits = c.retrans.Load()
 	s.Timeouts = c.timeouts.Load()
 	s.FastRetrans = c.fastRetrans.Load()
+	s.SpuriousTimeouts = c.undos.Load()
 	s.Probes = c.probes.Load()
 	s.Duplicates = c.dups.Load()
 	s.BusySent = c.busySent.Load()

@@ -109,8 +109,8 @@ func (p *peer) onTimer() {
 	}
 	// The retransmission timeout runs from the oldest transmission in
 	// flight. When it expires, everything in flight and not selectively
-	// acknowledged is taken as lost: the window restarts from minCwnd, and
-	// fragments left counted in flight would hold it shut (over a lossy
+	// acknowledged is taken as lost (onTimeout): the window restarts from
+	// minCwnd, and fragments left counted in flight would hold it shut (over a lossy
 	// link it stayed shut, nothing sent, for about a second while a few
 	// thousand fragments timed out in turn).
 	var oldest int64
@@ -126,17 +126,11 @@ func (p *peer) onTimer() {
 	}
 	expired := oldest != 0 && now-oldest >= int64(t.rto)
 	if expired {
-		for i := 0; i < t.rlen; i++ {
-			if en := t.at(i); !en.sacked && !en.need && en.sentAt != 0 {
-				en.need = true
-				t.nNeed++
-			}
-		}
+		t.onTimeout(first)
 		oldest = 0
 		if c != nil {
 			c.timeouts.Add(1)
 		}
-		t.onLoss(first, true)
 		t.probes = maxProbes // what timed out goes again: no probe until progress
 		t.rto *= 2
 		if t.rto > e.cfg.MaxRTO {

@@ -17,6 +17,9 @@ type txEntry struct {
 	retrans bool
 	sacked  bool
 	need    bool // due for (re)transmission
+	// timedOut: taken as lost by a retransmission timeout and not sent
+	// again since; an acknowledgement of it shows the timeout spurious.
+	timedOut bool
 }
 
 // txStream is pCoR's send queue (section 5.2) for one peer: messages wait
@@ -62,6 +65,13 @@ type txStream struct {
 	probeSeq   uint64 // a tail probe to send whatever the window (0: none)
 
 	srtt, rttvar, rto time.Duration
+
+	// undo keeps the congestion state from before a retransmission
+	// timeout until the timeout proves spurious or right (see
+	// undoLocked); undoEnd is the end of the flight it took as lost (0:
+	// nothing to undo).
+	undo    congestion
+	undoEnd uint64
 
 	busyUntil    int64
 	busyDelay    time.Duration
@@ -169,6 +179,71 @@ func (t *txStream) resetBackoff(minRTO, maxRTO time.Duration) {
 	if t.rto > maxRTO {
 		t.rto = maxRTO
 	}
+}
+
+// congestion is the state a retransmission timeout changes.
+type congestion struct {
+	cwnd, ssthresh float64
+	recoverSeq     uint64
+}
+
+// onTimeout takes everything in flight and not selectively acknowledged
+// as lost, first being the oldest of it: it is all due again, and the
+// window restarts from minCwnd. The state from before is kept to be put
+// back should the timeout prove spurious (see undo); of two timeouts in a
+// row, the first's is kept.
+func (t *txStream) onTimeout(first uint64) {
+	for i := 0; i < t.rlen; i++ {
+		if en := t.at(i); !en.sacked && !en.need && en.sentAt != 0 {
+			en.need = true
+			en.timedOut = !en.retrans // an acknowledgement of a fragment sent twice proves nothing
+			t.nNeed++
+		}
+	}
+	if t.undoEnd == 0 {
+		t.undo = congestion{t.cwnd, t.ssthresh, t.recoverSeq}
+	}
+	t.undoEnd = t.nextSeq
+	t.onLoss(first, true)
+}
+
+// undo handles an acknowledgement after a retransmission timeout;
+// spurious is whether it acknowledged a fragment the timeout took as lost
+// and that was not sent again since. That fragment's first transmission
+// arrived: the timeout came from a late acknowledgement (a receiver or a
+// sender held up for longer than the timeout, a queue deeper than it),
+// not from loss, and what the window lost with it is put back, as TCP
+// does on a spurious timeout (F-RTO, RFC 5682, with selective
+// acknowledgements; the Eifel response, RFC 4015). Fragments still due
+// from the timeout alone are in flight again; if one was lost after all,
+// the selective acknowledgements show it as usual (and a burst of them
+// shrinks the window again, from where it was). A timeout whose flight is
+// acknowledged only through retransmissions stands. It reports whether it
+// undid the timeout.
+func (t *txStream) undoTimeout(spurious bool, cum uint64) bool {
+	if t.undoEnd == 0 {
+		return false
+	}
+	if !spurious {
+		if cum >= t.undoEnd {
+			t.undoEnd = 0
+		}
+		return false
+	}
+	t.undoEnd = 0
+	for i := 0; i < t.rlen; i++ {
+		if en := t.at(i); en.timedOut {
+			en.timedOut = false
+			if en.need {
+				en.need = false
+				t.nNeed--
+			}
+		}
+	}
+	t.cwnd = max(t.cwnd, t.undo.cwnd)
+	t.ssthresh = max(t.ssthresh, t.undo.ssthresh)
+	t.recoverSeq = t.undo.recoverSeq
+	return true
 }
 
 // onLoss shrinks the congestion window once per window of data.

@@ -107,6 +107,11 @@ func Counters(node *pcor.Node) map[string]uint64 {
 		c["bundles"] += s.BundlesSent
 		c["msgs-bundled"] += s.MessagesBundled
 		c["retransmits"] += s.Retransmits
+		c["timeouts"] += s.Timeouts
+		c["undone"] += s.SpuriousTimeouts
+		c["fast-retrans"] += s.FastRetrans
+		c["probes"] += s.Probes
+		c["dups"] += s.Duplicates
 		c["busy-sent"] += s.BusySent
 		c["busy-recv"] += s.BusyRecv
 		c["dropped"] += s.DroppedTotal
@@ -117,4 +122,4 @@ func Counters(node *pcor.Node) map[string]uint64 {
 
 // CounterNames orders the keys of Counters for printing.
 var CounterNames = []string{"frags-sent", "msgs-sent", "bundles", "msgs-bundled", "frags-recv", "acks-sent", "acks-deferred", "acks-late", "thread-batches", "dispatcher-batches", "sleeps",
-	"leads", "steals", "handbacks", "givebacks", "reclaims", "retransmits", "busy-sent", "busy-recv", "dropped", "frags-in-place"}
+	"leads", "steals", "handbacks", "givebacks", "reclaims", "retransmits", "timeouts", "undone", "fast-retrans", "probes", "dups", "busy-sent", "busy-recv", "dropped", "frags-in-place"}
