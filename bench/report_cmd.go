@@ -264,7 +264,10 @@ func writeMarkdown(w io.Writer, rs []*report.Result, cmdlines, args []string, to
 		"the payload, for threads of one process; for two processes (the second being the benchmark re-executed, one per series) "+
 		"UDP ping-pongs over a net.UDPConn (`udpconn`), over a blocking socket read with x/sys on a locked thread (`sys`) "+
 		"and over a non-blocking socket polled likewise (`sys-poll`), raw unbatched UDP streams (fabric/udp, one datagram per "+
-		"system call) and raw TCP on loopback. Under each table: CPU µs, context switches and system calls per round trip or "+
+		"system call) and raw TCP on loopback. Each stream's receiver takes every message into one place: pcor's sink keeps a window "+
+		"of receives posted, all into one buffer as osu_bw's do (until 2026-11-28 each had its own, 64 MiB of them at 2 MiB), the raw UDP "+
+		"sink receives into the port's reused slots, the TCP sink into one buffer, the channel's receiver into one slice; the raw "+
+		"UDP stream counts a message's worth of bytes received as one operation. Under each table: CPU µs, context switches and system calls per round trip or "+
 		"message, both processes together (getrusage; system calls from the raw_syscalls tracepoint where tracefs is mounted).\n\n")
 	fmt.Fprintf(w, "%s\n\n", rdmaResultsLink)
 	fmt.Fprintf(w, "Generated %s.\n\n## Machine\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"))

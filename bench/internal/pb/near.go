@@ -16,9 +16,9 @@ type Near struct {
 	T    *pcor.Thread
 	Far  pcor.Addr // the far job's thread
 
-	maxSize          int
-	jobs             uint32
-	send, mark, recv []byte
+	maxSize    int
+	jobs       uint32
+	send, recv []byte
 
 	// The receivers of contention rounds (see crew), for the job of
 	// process recvFar, and the size of the messages of the round.
@@ -32,13 +32,10 @@ type Near struct {
 func NewNear(node *pcor.Node, maxSize int) *Near {
 	n := &Near{Node: node, T: node.Thread(NearThread), maxSize: maxSize}
 	n.send = node.Alloc(maxSize)
-	n.mark = node.Alloc(maxSize)
 	n.recv = node.Alloc(maxSize)
 	for i := range n.send {
 		n.send[i] = byte(i*7 + 3)
 	}
-	n.send[0] = dataByte
-	n.mark[0] = markerByte
 	return n
 }
 
@@ -135,10 +132,12 @@ func (n *Near) Stream(ctx context.Context, size, window int, dur time.Duration) 
 	if err := w.drain(ctx); err != nil {
 		return raw.Sample{}, err
 	}
-	if err := n.T.Send(ctx, n.Far, TagData, n.mark[:size]); err != nil {
+	// The end marker is an empty message (the sink tells it by its
+	// length), counted neither in the bytes nor in the messages, as the
+	// raw UDP stream's marker datagram.
+	if err := n.T.Send(ctx, n.Far, TagData, nil); err != nil {
 		return raw.Sample{}, err
 	}
-	sent++
 	if _, err := n.T.RecvInto(ctx, n.Far, TagAck, n.recv); err != nil {
 		return raw.Sample{}, err
 	}

@@ -31,12 +31,6 @@ const (
 	TagAck  pcor.Tag = 2
 )
 
-// Stream messages carry their role in their first byte.
-const (
-	dataByte   = 0
-	markerByte = 1
-)
-
 // ParseMode reads "blocking" or "polling".
 func ParseMode(s string) (pcor.Mode, error) {
 	switch strings.ToLower(s) {

@@ -79,8 +79,9 @@ func PingPong(ctx context.Context, p *udp.Port, to fabric.Endpoint, size, warmup
 
 // Stream sends size-byte messages, one datagram per system call, to a sink
 // (UDPSink) at to for dur, then an end marker, and returns what the sink
-// counted: bytes and datagrams received between the first and the last
-// data datagram. Messages larger than a datagram go as several.
+// counted: bytes received between the first and the last data datagram,
+// and the messages they make. Messages larger than a datagram go as
+// several.
 func Stream(ctx context.Context, p *udp.Port, to fabric.Endpoint, size int, dur time.Duration, seq uint64) (Sample, error) {
 	max := p.MaxDatagram(to)
 	buf := make([]byte, max)
@@ -98,7 +99,16 @@ func Stream(ctx context.Context, p *udp.Port, to fabric.Endpoint, size int, dur 
 			}
 		}
 	}
-	return finish(ctx, p, to, seq)
+	s, err := finish(ctx, p, to, seq)
+	if size > 0 && s.Bytes > 0 {
+		// The sink counts datagrams: the CPU and system calls of an
+		// operation are those of a message, as for the other series.
+		s.Messages = s.Bytes / int64(size)
+		if s.Messages == 0 {
+			s.Messages = 1
+		}
+	}
+	return s, err
 }
 
 // finish sends the end marker until the sink acknowledges it.
