@@ -109,6 +109,7 @@ type peer struct {
 	// Guarded by rxmu.
 	watch      *time.Timer
 	watchArmed bool
+	watchAt    int64 // when the armed watch is due (nanotime)
 	// silent is the error the peer was given up with for silence in the
 	// middle of a message, until it restarts; receives naming it fail.
 	silent atomic.Pointer[UnreachableError]
@@ -182,11 +183,26 @@ func (p *peer) armWatchLocked(d time.Duration) {
 		return
 	}
 	p.watchArmed = true
+	p.watchAt = nanotime() + int64(d)
 	if p.watch == nil {
 		p.watch = time.AfterFunc(d, p.onWatch)
 		return
 	}
 	p.watch.Reset(d)
+}
+
+// resumed takes a timer judging the peer's silence that ran at now,
+// though due at due, for a sign that this process stalled meanwhile: it
+// was stopped, or the machine gave it no CPU. What the peer sent during
+// the stall may wait unread in the fabric, and the peer, if it stalled
+// too, has not yet had the time to answer: the silence is this process's
+// own, and the peer's is counted afresh from now. Late by more than half
+// the unreachable timeout counts as a stall (a timer on a loaded machine
+// runs late by milliseconds, a few tens under the race detector).
+func (p *peer) resumed(due, now int64) {
+	if due != 0 && now-due > int64(p.e.cfg.UnreachableTimeout/2) {
+		p.lastHeard.Store(now)
+	}
 }
 
 // onWatch gives up the messages half received from a peer silent for the
@@ -198,12 +214,14 @@ func (p *peer) onWatch() {
 	if e.closed.Load() {
 		return
 	}
+	now := nanotime()
 	p.rxmu.Lock()
 	p.watchArmed = false
 	if !p.rx.partial() {
 		p.rxmu.Unlock()
 		return
 	}
+	p.resumed(p.watchAt, now)
 	if p.rx.heldBack {
 		// Its data waits in the fabric for room on this side: the peer
 		// is slowed down by this receiver, not silent (a peer gone is

@@ -77,11 +77,13 @@ func (p *peer) onTimer() {
 	now := nanotime()
 	p.mu.Lock()
 	t := &p.tx
+	due := t.timerAt
 	t.timerAt = 0
 	if t.failed != nil || t.idle() {
 		p.mu.Unlock()
 		return
 	}
+	p.resumed(due, now)
 	last := p.lastHeard.Load()
 	if t.pendingSince > last {
 		last = t.pendingSince
