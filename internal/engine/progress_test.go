@@ -399,7 +399,12 @@ func TestDriveLongWaiterLetsOthersDrive(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := es[0].Stats()[0]
-	if d := after.DispatcherBatches - before.DispatcherBatches; d > n/4 {
+	// Kept with the dispatcher by the long waiter, the replies and
+	// acknowledgements of the n round trips are about 1.5n dispatcher
+	// batches; driven by the threads, a few, and up to about n/2 on a
+	// loaded machine, where a thread descheduled between its send and
+	// its receive leaves the port to the dispatcher (progressGrace).
+	if d := after.DispatcherBatches - before.DispatcherBatches; d > 3*n/4 {
 		t.Errorf("%d batches of %d round trips received by the dispatcher while a receive waited long (thread batches %d)",
 			d, n, after.ThreadBatches-before.ThreadBatches)
 	}
