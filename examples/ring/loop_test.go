@@ -80,12 +80,10 @@ func TestStartExitLoop(t *testing.T) {
 // directory: rank 0 serves it. It returns their output, and the first
 // failure.
 func embeddedRing(ctx context.Context, n int, args ...string) ([]byte, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	coord, err := freeCoord()
 	if err != nil {
 		return nil, err
 	}
-	coord := ln.Addr().String()
-	ln.Close()
 	key := fmt.Sprintf("%016x", rand.Uint64())
 	var out lockedBuffer
 	cmds := make([]*exec.Cmd, n)
@@ -107,6 +105,34 @@ func embeddedRing(ctx context.Context, n int, args ...string) ([]byte, error) {
 		}
 	}
 	return out.Bytes(), first
+}
+
+// freeCoord is a local TCP address nobody listens on, for a directory that
+// rank 0 serves. Its port is below the range the kernel takes local ports
+// of outgoing connections from (a port from that range, free when looked
+// at, may be an outgoing connection's by the time rank 0 listens: rank 0
+// then takes the directory for served by another and only joins, and the
+// run fails with every join refused).
+func freeCoord() (string, error) {
+	low := 32768 // Linux's default first ephemeral port
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		fmt.Sscan(string(b), &low)
+	}
+	if low > 2048 {
+		for range 100 {
+			addr := fmt.Sprintf("127.0.0.1:%d", 1024+rand.IntN(low-1024))
+			if ln, err := net.Listen("tcp", addr); err == nil {
+				ln.Close()
+				return addr, nil
+			}
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // dumpOnCancel makes a run that outlives its context print where it
