@@ -266,20 +266,21 @@ func TestCalibrateScatter(t *testing.T) {
 
 func TestScale(t *testing.T) {
 	c := newCluster(t, 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	addrs, stop := sleepingWorkers(ctx, t, c, func(i int, r Range) time.Duration {
-		// Worker 0 takes 600 ms for any range; worker 1 answers at once
-		// below 16 units: the range that takes 400 ms on both has 16
+		// Worker 0 takes 1.5 s for any range; worker 1 answers at once
+		// below 16 units: the range that takes 1 s on both has 16
 		// units, whatever the load adds to an answer given at once,
-		// short of 400 ms.
+		// short of 1 s (a round trip of 400 ms was seen under -race on
+		// a loaded machine).
 		if i == 0 || r.Len() >= 16 {
-			return 600 * time.Millisecond
+			return 1500 * time.Millisecond
 		}
 		return 0
 	})
-	if got, err := Scale(ctx, c.master, addrs, 4, 64, 400*time.Millisecond, nil); got != 16 || err != nil {
-		t.Errorf("Scale for 400 ms = %d, %v; want 16, the first size slow on both workers", got, err)
+	if got, err := Scale(ctx, c.master, addrs, 4, 64, time.Second, nil); got != 16 || err != nil {
+		t.Errorf("Scale for 1 s = %d, %v; want 16, the first size slow on both workers", got, err)
 	}
 	if got, err := Scale(ctx, c.master, addrs, 3, 64, 0, nil); got != 3 || err != nil {
 		t.Errorf("Scale for no time = %d, %v; want the start, 3", got, err)
