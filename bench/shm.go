@@ -17,9 +17,9 @@ import (
 // this process: of each message from one buffer to another (series
 // memmove; both stay in the CPU's caches up to a few MiB), and of each
 // message into the next of as many buffers as the stream's sink keeps
-// posted (series memmove-spread: the same memory the pcor stream writes,
-// which for large messages is far more than the caches hold; from
-// memory allocated as the sink's, shm.Alloc).
+// receives posted (series memmove-spread: for large messages far more
+// memory than the caches hold, where the sink posts them all into one
+// buffer; from memory allocated as the sink's, shm.Alloc).
 
 // openShmBaselines sets up those baselines and adds their names to the
 // result's; it does nothing for another fabric or command.
