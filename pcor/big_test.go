@@ -86,10 +86,7 @@ func TestGiBMessageUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	cmd, out, addr := startPeer(t, "bigsink", n, "PCOR_TEST_SIZE="+strconv.Itoa(size))
-	if err := n.AddPeer(pcor.Peer{Proc: 1, Addr: addr}); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out := startPeer(t, "bigsink", n, pcor.Peer{Proc: 1}, "PCOR_TEST_SIZE="+strconv.Itoa(size))
 	data := n.Alloc(size)
 	fillPattern(data, 5)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

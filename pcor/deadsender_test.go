@@ -50,10 +50,7 @@ func deadSender(t *testing.T, posted bool) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cmd, _, addr := startPeer(t, "halfsender", c, "PCOR_TEST_SIZE="+strconv.Itoa(size))
-	if err := c.AddPeer(pcor.Peer{Proc: 0, Addr: addr}); err != nil {
-		t.Fatal(err)
-	}
+	cmd, _ := startPeer(t, "halfsender", c, pcor.Peer{Proc: 0}, "PCOR_TEST_SIZE="+strconv.Itoa(size))
 	th := c.NewThread()
 	src := pcor.Addr{Proc: 0, Thread: 0}
 	var r *pcor.Request

@@ -71,10 +71,7 @@ func TestIdleNodeCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	cmd, out, addr := startPeer(t, "idle", n)
-	if err := n.AddPeer(pcor.Peer{Proc: 1, Addr: addr}); err != nil {
-		t.Fatal(err)
-	}
+	cmd, out := startPeer(t, "idle", n, pcor.Peer{Proc: 1})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	th := n.NewThread()

@@ -85,8 +85,7 @@ func TestDeadProcessUnreachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	cmd, _, addr := startPeer(t, "echo", n)
-	n.AddPeer(pcor.Peer{Proc: 1, Addr: addr})
+	cmd, _ := startPeer(t, "echo", n, pcor.Peer{Proc: 1})
 	th := n.NewThread()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -155,14 +155,20 @@ func spawn(t testing.TB, prefix []string, role string, env ...string) (*exec.Cmd
 // startPeer starts the test binary in role, told self's address and env,
 // and returns it once it is listening: the process, the rest of its
 // standard output and its address.
-func startPeer(t *testing.T, role string, self *pcor.Node, env ...string) (*exec.Cmd, *bufio.Reader, string) {
+// startPeer starts a peer process in role, told self's address, and adds
+// it to self as peer (its address filled in from what it prints).
+func startPeer(t *testing.T, role string, self *pcor.Node, peer pcor.Peer, env ...string) (*exec.Cmd, *bufio.Reader) {
 	t.Helper()
 	cmd, out := spawn(t, nil, role, append([]string{"PCOR_TEST_PEER=" + self.Endpoints()[0].Addr}, env...)...)
 	line, err := out.ReadString('\n')
 	if err != nil || !strings.HasPrefix(line, "ADDR ") {
 		t.Fatalf("peer did not start: %q %v", line, err)
 	}
-	return cmd, out, strings.TrimSpace(strings.TrimPrefix(line, "ADDR "))
+	peer.Addr = strings.TrimSpace(strings.TrimPrefix(line, "ADDR "))
+	if err := self.AddPeer(peer); err != nil {
+		t.Fatal(err)
+	}
+	return cmd, out
 }
 
 func randomBytes(n int, seed uint64) []byte {
@@ -186,10 +192,7 @@ func TestTwoProcessesUDP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	cmd, _, addr := startPeer(t, "echo", n)
-	if err := n.AddPeer(pcor.Peer{Proc: 1, Addr: addr}); err != nil {
-		t.Fatal(err)
-	}
+	cmd, _ := startPeer(t, "echo", n, pcor.Peer{Proc: 1})
 	th := n.NewThread()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

@@ -30,10 +30,7 @@ func TestOverRDMA(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	cmd, _, addr := startPeer(t, "rdma-echo", n)
-	if err := n.AddPeer(pcor.Peer{Proc: 1, Fabric: "rdma", Addr: addr}); err != nil {
-		t.Fatal(err)
-	}
+	cmd, _ := startPeer(t, "rdma-echo", n, pcor.Peer{Proc: 1, Fabric: "rdma"})
 	th := n.Thread(0)
 	dst := pcor.Addr{Proc: 1, Thread: 0}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -98,10 +95,7 @@ func rdmaNode(t *testing.T) (*pcor.Node, *exec.Cmd) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	cmd, _, addr := startPeer(t, "rdma-echo", n)
-	if err := n.AddPeer(pcor.Peer{Proc: 1, Fabric: "rdma", Addr: addr}); err != nil {
-		t.Fatal(err)
-	}
+	cmd, _ := startPeer(t, "rdma-echo", n, pcor.Peer{Proc: 1, Fabric: "rdma"})
 	return n, cmd
 }
 

@@ -120,10 +120,7 @@ func TestShmSingleCopyReceiverKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	cmd, _, addr := startPeer(t, "shm-mute", n)
-	if err := n.AddPeer(pcor.Peer{Proc: 1, Fabric: "shm", Addr: addr}); err != nil {
-		t.Fatal(err)
-	}
+	cmd, _ := startPeer(t, "shm-mute", n, pcor.Peer{Proc: 1, Fabric: "shm"})
 	th := n.NewThread()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -42,10 +42,7 @@ func TestShmManyThreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	_, _, addr := startPeer(t, "shm-threads-echo", n)
-	if err := n.AddPeer(pcor.Peer{Proc: 1, Fabric: "shm", Addr: addr}); err != nil {
-		t.Fatal(err)
-	}
+	startPeer(t, "shm-threads-echo", n, pcor.Peer{Proc: 1, Fabric: "shm"})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	sizes := []int{0, 1, 100, 4096, 65535, 65537, 300 << 10, 1 << 20, 3<<20 + 3}

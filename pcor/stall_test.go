@@ -60,10 +60,7 @@ func stallSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	cmd, _, addr := startPeer(t, "echo", n)
-	if err := n.AddPeer(pcor.Peer{Proc: 1, Addr: addr}); err != nil {
-		t.Fatal(err)
-	}
+	cmd, _ := startPeer(t, "echo", n, pcor.Peer{Proc: 1})
 	th := n.NewThread()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -107,10 +104,7 @@ func stallReceive(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	cmd, _, addr := startPeer(t, "halfsender", c, "PCOR_TEST_SIZE="+strconv.Itoa(size))
-	if err := c.AddPeer(pcor.Peer{Proc: 0, Addr: addr}); err != nil {
-		t.Fatal(err)
-	}
+	cmd, _ := startPeer(t, "halfsender", c, pcor.Peer{Proc: 0}, "PCOR_TEST_SIZE="+strconv.Itoa(size))
 	th := c.NewThread()
 	r := th.Irecv(pcor.Addr{Proc: 0, Thread: 0}, 1, make([]byte, size))
 	for deadline := time.Now().Add(time.Minute); c.Stats()[0].BytesRecv < 1<<20; time.Sleep(time.Millisecond) {

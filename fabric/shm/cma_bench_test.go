@@ -5,7 +5,6 @@ package shm
 import (
 	"os"
 	"testing"
-	"unsafe"
 )
 
 // BenchmarkCMARead2MiB reads 2 MiB with process_vm_readv (from this
@@ -15,7 +14,7 @@ func BenchmarkCMARead2MiB(b *testing.B) {
 	src, dst := make([]byte, 2<<20), make([]byte, 2<<20)
 	b.SetBytes(int64(len(src)))
 	for i := 0; i < b.N; i++ {
-		if err := readFrom(os.Getpid(), dst, uint64(uintptr(unsafe.Pointer(&src[0])))); err != nil {
+		if err := readFrom(os.Getpid(), dst, addrOf(src)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -38,7 +37,7 @@ func BenchmarkCMARead2MiBHuge(b *testing.B) {
 	clear(dst)
 	b.SetBytes(int64(len(src)))
 	for i := 0; i < b.N; i++ {
-		if err := readFrom(os.Getpid(), dst, uint64(uintptr(unsafe.Pointer(&src[0])))); err != nil {
+		if err := readFrom(os.Getpid(), dst, addrOf(src)); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -67,13 +66,13 @@ func spreadBufs(n int) ([]byte, [][]byte) {
 // copies into the same buffers with memmove: a stream's copy alone.
 func BenchmarkCMARead2MiBSpread(b *testing.B) {
 	benchSpread(b, func(dst, src []byte) error {
-		return readFrom(os.Getpid(), dst, uint64(uintptr(unsafe.Pointer(&src[0]))))
+		return readFrom(os.Getpid(), dst, addrOf(src))
 	})
 }
 
 func BenchmarkCMARead2MiBShared(b *testing.B) {
 	benchSpread(b, func(dst, src []byte) error {
-		return readShared(os.Getpid(), dst, uint64(uintptr(unsafe.Pointer(&src[0]))))
+		return readShared(os.Getpid(), dst, addrOf(src))
 	})
 }
 

@@ -26,7 +26,7 @@ func TestReadShared(t *testing.T) {
 			buf := make([]byte, n+2)
 			buf[0], buf[n+1] = 0xa5, 0x5a
 			dst := buf[1 : n+1]
-			if err := readShared(os.Getpid(), dst, uint64(uintptr(unsafe.Pointer(&src[0])))); err != nil {
+			if err := readShared(os.Getpid(), dst, addrOf(src)); err != nil {
 				t.Fatalf("%d bytes: %v", n, err)
 			}
 			if !bytes.Equal(dst, src) {
@@ -53,7 +53,7 @@ func TestReadShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	for round := 0; round < 20; round++ {
-		if err := readShared(os.Getpid(), make([]byte, n), uint64(uintptr(unsafe.Pointer(&mem[0])))); err == nil {
+		if err := readShared(os.Getpid(), make([]byte, n), addrOf(mem)); err == nil {
 			t.Fatal("a read of memory partly unreadable succeeded")
 		}
 	}
@@ -66,6 +66,9 @@ func readsSelf() bool {
 	err := readFrom(os.Getpid(), unsafe.Slice((*byte)(unsafe.Pointer(&dst)), 8), uint64(uintptr(unsafe.Pointer(&src))))
 	return err == nil && dst == src
 }
+
+// addrOf is the address of b's first byte, as process_vm_readv takes it.
+func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
 
 // positions returns n bytes that tell their offset (a little-endian word
 // of offset and seed every 4 bytes): a chunk read from or into the wrong

@@ -111,17 +111,27 @@ func tapBoth(t *testing.T, cfg Config) (e0, e1 *Engine, tap0, tap1 *tapPort, fa 
 // exchange sends data from e0 to e1 and checks it arrives.
 func exchange(t *testing.T, e0, e1 *Engine, tag Tag, data []byte) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	startExchange(t, e0, e1, tag, data)()
+}
+
+// startExchange posts a receive of data on e1 and its send on e0, and
+// returns what waits for both (within a minute) and checks the message.
+func startExchange(t *testing.T, e0, e1 *Engine, tag Tag, data []byte) (finish func()) {
+	t.Helper()
 	r := e1.newRecv(0, 0, 0, tag, nil)
 	e1.post(r)
 	s := e0.newSend(0, 1, 0, tag, data)
 	e0.post(s)
-	if err := s.Wait(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Wait(ctx); err != nil || !bytes.Equal(r.Data(), data) {
-		t.Fatalf("message: %v", err)
+	return func() {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Wait(ctx); err != nil || !bytes.Equal(r.Data(), data) {
+			t.Fatalf("message: %v", err)
+		}
 	}
 }
 
@@ -461,7 +471,8 @@ func TestSpuriousTimeoutUndone(t *testing.T) {
 	type outcome struct {
 		before, after    float64
 		timeouts, undone uint64
-		sent, resentAll  int
+		sent             int
+		resentAll        bool
 	}
 	// run sends data with the window at initialCwnd, the acknowledgements
 	// held back or the link cut until a timeout has fired. It reports the
@@ -487,12 +498,7 @@ func TestSpuriousTimeoutUndone(t *testing.T) {
 		} else {
 			fa.SetPartitioned(true)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		r := e1.newRecv(0, 0, 0, tag, nil)
-		e1.post(r)
-		s := e0.newSend(0, 1, 0, tag, data)
-		e0.post(s)
+		finish := startExchange(t, e0, e1, tag, data)
 		for deadline := time.Now().Add(30 * time.Second); e0.Stats()[0].Timeouts == st0.Timeouts; time.Sleep(time.Millisecond) {
 			if time.Now().After(deadline) {
 				t.Fatal("no retransmission timeout in 30 s")
@@ -506,10 +512,10 @@ func TestSpuriousTimeoutUndone(t *testing.T) {
 			}
 		}
 		tap0.mu.Unlock()
-		o.resentAll = 1
+		o.resentAll = true
 		for q := first; q < first+frags; q++ {
 			if count[q] < 2 {
-				o.resentAll = 0
+				o.resentAll = false
 			}
 		}
 		if late {
@@ -519,12 +525,7 @@ func TestSpuriousTimeoutUndone(t *testing.T) {
 		} else {
 			fa.SetPartitioned(false)
 		}
-		if err := s.Wait(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Wait(ctx); err != nil || !bytes.Equal(r.Data(), data) {
-			t.Fatalf("message: %v", err)
-		}
+		finish()
 		p.mu.Lock()
 		o.after = p.tx.cwnd
 		p.mu.Unlock()
@@ -538,7 +539,7 @@ func TestSpuriousTimeoutUndone(t *testing.T) {
 	for attempt := 1; ; attempt++ {
 		o := run(Tag(10+attempt), true)
 		t.Logf("late acknowledgements, attempt %d: window %v -> %v, %d timeouts, %d undone, %d transmissions of %d fragments", attempt, o.before, o.after, o.timeouts, o.undone, o.sent, frags)
-		if o.resentAll != 0 && attempt < 5 {
+		if o.resentAll && attempt < 5 {
 			continue
 		}
 		if o.undone == 0 {

@@ -68,7 +68,7 @@ type txStream struct {
 
 	// undo keeps the congestion state from before a retransmission
 	// timeout until the timeout proves spurious or right (see
-	// undoLocked); undoEnd is the end of the flight it took as lost (0:
+	// undoTimeout); undoEnd is the end of the flight it took as lost (0:
 	// nothing to undo).
 	undo    congestion
 	undoEnd uint64
