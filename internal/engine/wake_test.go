@@ -103,7 +103,12 @@ func TestReuseWhileLastCompletes(t *testing.T) {
 	e0, e1 := memPair(t, Config{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// underWay makes r's completion look under way again. The real one
+	// may still be ending (a waiter returns on its signal, before its
+	// state is stored done): it is waited out first, or its late store
+	// could come after finishLater's and mark the next use done.
 	underWay := func(r *Request) <-chan struct{} {
+		r.completed()
 		r.state.Store(stateClaimed)
 		return finishLater(r)
 	}
