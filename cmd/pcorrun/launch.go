@@ -60,7 +60,7 @@ func startDirectory(opts *options, stderr *lockedWriter, lost *lossLog, watch *r
 			}
 			stderr.writeLine([]byte(fmt.Sprintf("pcorrun: process %d on %s %s\n", ev.Member.Proc, ev.Member.Host, what)))
 		}
-		watch.changed()
+		watch.changed(ev)
 	}
 	srv, err := directory.NewServer(ln, cfg)
 	if err != nil {

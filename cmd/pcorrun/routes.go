@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"sort"
 	"sync"
 	"syscall"
 	"time"
@@ -18,8 +19,9 @@ import (
 const routeSettle = 150 * time.Millisecond
 
 // routeWatch prints the routing table of every member of the application
-// (--routes): once the membership has min members, again after every later
-// change, and whenever pcorrun gets SIGUSR1. The tables are computed from
+// (--routes): as soon as the membership has min members (every process
+// started), again routeSettle after each later change settled, and whenever
+// pcorrun gets SIGUSR1. The tables are computed from
 // the directory's membership with the same model the processes use, so
 // they are what each process applies.
 type routeWatch struct {
@@ -32,10 +34,17 @@ type routeWatch struct {
 	stopped bool
 	sigs    chan os.Signal
 	done    chan struct{}
+	// members follows the membership from the directory's events; full is
+	// the membership when it first had min members, until printed (at
+	// once, not after routeSettle: a short job's processes may all have
+	// left by then, and stop prints it if it is still pending).
+	members map[uint32]directory.Member
+	reached bool
+	full    []directory.Member
 }
 
 func newRouteWatch(out *lockedWriter, min int) *routeWatch {
-	return &routeWatch{out: out, min: min}
+	return &routeWatch{out: out, min: min, members: make(map[uint32]directory.Member)}
 }
 
 // start begins watching srv and listening for SIGUSR1.
@@ -56,24 +65,58 @@ func (w *routeWatch) start(srv *directory.Server) {
 			}
 		}
 	}()
-	w.changed()
 }
 
-// changed is called on every membership change (from the directory's
-// event callback: it only arms a timer).
-func (w *routeWatch) changed() {
+// changed is called with every membership change (from the directory's
+// event callback, with the directory's lock held: it only records the
+// change and arms a timer).
+func (w *routeWatch) changed(ev directory.Event) {
 	if w == nil {
 		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	switch ev.Kind {
+	case directory.Joined:
+		w.members[ev.Member.Proc] = ev.Member
+	case directory.Left:
+		delete(w.members, ev.Member.Proc)
+	}
 	if w.stopped || w.srv == nil {
 		return
 	}
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	w.timer = time.AfterFunc(routeSettle, func() { w.print(false) })
+	if !w.reached && len(w.members) >= w.min {
+		// Every process started has joined: the burst of joins is over.
+		w.reached = true
+		w.full = make([]directory.Member, 0, len(w.members))
+		for _, m := range w.members {
+			w.full = append(w.full, m)
+		}
+		sort.Slice(w.full, func(i, j int) bool { return w.full[i].Proc < w.full[j].Proc })
+		w.timer = time.AfterFunc(0, w.printFull)
+		return
+	}
+	if w.reached {
+		w.timer = time.AfterFunc(routeSettle, func() { w.print(false) })
+	}
+}
+
+// printFull prints the membership recorded when it was first complete, if
+// not printed yet. Called with w.mu not held.
+func (w *routeWatch) printFull() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.printFullLocked()
+}
+
+func (w *routeWatch) printFullLocked() {
+	if w.full != nil {
+		w.out.writeLine(formatRoutes(w.full))
+		w.full = nil
+	}
 }
 
 // stop ends the watch; no table is printed afterwards.
@@ -86,6 +129,7 @@ func (w *routeWatch) stop() {
 	if w.stopped {
 		return
 	}
+	w.printFullLocked()
 	w.stopped = true
 	if w.timer != nil {
 		w.timer.Stop()
@@ -111,6 +155,7 @@ func (w *routeWatch) print(force bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.printFullLocked() // first, should its timer not have run yet
 	if !w.stopped {
 		w.out.writeLine(formatRoutes(ms))
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -18,7 +19,7 @@ import (
 // routesHelper joins as a pcor node whose ports chain the processes on
 // loopback: rank r is on networks n<r> and n<r+1>, so rank 0 reaches rank
 // 2 only through rank 1. Once it has a route to every other rank it
-// prints its own table, line by line, and stays a moment.
+// prints its own table, line by line, and leaves once every rank has.
 func routesHelper() int {
 	rank, _ := strconv.Atoi(os.Getenv("PCOR_RANK"))
 	size, _ := strconv.Atoi(os.Getenv("PCOR_SIZE"))
@@ -48,7 +49,35 @@ func routesHelper() int {
 	var b bytes.Buffer
 	n.Routes().Format(&b)
 	fmt.Print(b.String())
-	time.Sleep(time.Second)
+	// Leave as soon as every rank has printed its table (a barrier through
+	// rank 0), well within the directory's settle time, as a short program
+	// does.
+	t := n.NewThread()
+	if rank == 0 {
+		for i := 1; i < size; i++ {
+			if _, err := t.Recv(ctx, pcor.Any, 1); err != nil {
+				fmt.Println(err)
+				return 1
+			}
+		}
+		for i := size - 1; i > 0; i-- { // the farthest first: the nearer are its gateways
+			// A rank that received its answer may leave before the
+			// acknowledgement is seen: the send then fails with ErrPeerDown.
+			if err := t.Send(ctx, pcor.Addr{Proc: pcor.ProcID(i)}, 2, nil); err != nil && !errors.Is(err, pcor.ErrPeerDown) {
+				fmt.Println(err)
+				return 1
+			}
+		}
+	} else {
+		if err := t.Send(ctx, pcor.Addr{Proc: 0}, 1, nil); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+		if _, err := t.Recv(ctx, pcor.Addr{Proc: 0}, 2); err != nil {
+			fmt.Println(err)
+			return 1
+		}
+	}
 	return 0
 }
 

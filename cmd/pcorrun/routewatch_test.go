@@ -21,7 +21,7 @@ func TestRouteWatchDuringChanges(t *testing.T) {
 	}
 	watch := newRouteWatch(&lockedWriter{w: io.Discard}, 1)
 	const key = 0x5eed
-	srv, err := directory.NewServer(ln, directory.ServerConfig{JobKey: key, OnEvent: func(directory.Event) { watch.changed() }})
+	srv, err := directory.NewServer(ln, directory.ServerConfig{JobKey: key, OnEvent: watch.changed})
 	if err != nil {
 		t.Fatal(err)
 	}
