@@ -9,6 +9,9 @@
 //	go run ./examples/hws -groups 8 -per 4,32 -policies random,hws:9 -seed 3
 //
 // The runs are deterministic: the same flags print the same table.
+//
+// hws real runs the policies with real processes under pcorrun, the groups
+// in network namespaces joined by a shaped link (as root; hws real -h).
 package main
 
 import (
@@ -41,6 +44,13 @@ type options struct {
 func parse(args []string, stderr io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("hws", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `usage: hws [flags]         the policies in the simulator (flags below)
+       hws real [flags]    the policies on real processes in network namespaces (root; hws real -h)
+
+`)
+		fs.PrintDefaults()
+	}
 	var dags, groups, per, pols string
 	o := &options{platform: sim.DefaultPlatform(1, 1)}
 	fs.StringVar(&dags, "dag", "fib", "task trees, comma-separated: "+strings.Join(dagNames, ", ")+", or all")

@@ -55,3 +55,17 @@ func TestStartupFailure(t *testing.T) {
 		}
 	}
 }
+
+// hws -h names the real runs beside the simulator's flags: a subcommand
+// that -h does not mention cannot be found.
+func TestUsageNamesReal(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"-h"}, &out, &errb); code != 0 {
+		t.Fatalf("exit %d: %s", code, errb.String())
+	}
+	for _, want := range []string{"hws real", "-policies"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Fatalf("hws -h does not mention %q:\n%s", want, errb.String())
+		}
+	}
+}
