@@ -274,10 +274,10 @@ func (c *Client) write(b []byte) error {
 func (c *Client) readLoop() {
 	defer c.wg.Done()
 	var err error
+	r := &silenceReader{conn: c.conn, timeout: c.timeout}
 	for {
-		c.conn.SetReadDeadline(time.Now().Add(c.timeout))
 		var b []byte
-		if b, err = readFrame(c.conn, c.maxFrame); err != nil {
+		if b, err = readFrame(r, c.maxFrame); err != nil {
 			break
 		}
 		var m *message

@@ -80,9 +80,9 @@ func (ss *session) readLoop() {
 	defer ss.srv.wg.Done()
 	cfg := &ss.srv.cfg
 	reason := ss.handshake()
+	r := &silenceReader{conn: ss.conn, timeout: cfg.HeartbeatTimeout}
 	for reason == "" {
-		ss.conn.SetReadDeadline(time.Now().Add(cfg.HeartbeatTimeout))
-		b, err := readFrame(ss.conn, cfg.MaxFrame)
+		b, err := readFrame(r, cfg.MaxFrame)
 		if err != nil {
 			reason = readFailure(err)
 			break
@@ -115,8 +115,7 @@ func (ss *session) readLoop() {
 // reason when the session must end.
 func (ss *session) handshake() string {
 	cfg := &ss.srv.cfg
-	ss.conn.SetReadDeadline(time.Now().Add(cfg.HeartbeatTimeout))
-	b, err := readFrame(ss.conn, cfg.MaxFrame)
+	b, err := readFrame(&silenceReader{conn: ss.conn, timeout: cfg.HeartbeatTimeout}, cfg.MaxFrame)
 	if err != nil {
 		return readFailure(err)
 	}
