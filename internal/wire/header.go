@@ -256,16 +256,27 @@ func (h *Header) Encode(head, body []byte) {
 
 // checksum hashes the header with its hop count and checksum fields taken
 // as zero (a forwarding gateway changes the hop count only), then the body.
+// A header and a body of up to smallSummed bytes are hashed in one call,
+// from a copy on the stack: a digest written in pieces costs about 120
+// instructions more, a third of the encoding and decoding of a datagram
+// of the reliable path (whose body is not summed).
 func checksum(head, body []byte) uint64 {
-	var h [HeaderSize]byte
+	var h [HeaderSize + smallSummed]byte
 	copy(h[:], head[:HeaderSize])
 	h[hopsOffset] = 0
 	clear(h[72:80])
+	if len(body) <= smallSummed {
+		n := copy(h[HeaderSize:], body)
+		return xxhash.Sum64(h[:HeaderSize+n])
+	}
 	d := xxhash.NewWithSeed(0)
-	d.Write(h[:])
+	d.Write(h[:HeaderSize])
 	d.Write(body)
 	return d.Sum64()
 }
+
+// smallSummed is the largest body checksum hashes in one call.
+const smallSummed = 160
 
 // Decode parses and validates the datagram pkt for job key. It returns the
 // header and the body (aliasing pkt).
