@@ -8,10 +8,13 @@ type ProcID uint32
 // ThreadID identifies a thread endpoint within a process.
 type ThreadID uint32
 
-// Tag labels a message; receivers select by it.
+// Tag labels a message; receivers select by it. A message's tag is 0 or
+// more: a negative one (AnyTag among them) on a send fails with
+// ErrInvalid.
 type Tag int32
 
-// Wildcards for receive and probe.
+// Wildcards for receive and probe. A send to a wildcard address, or
+// with AnyTag, fails with ErrInvalid.
 const (
 	AnyProc   ProcID   = 1<<32 - 1
 	AnyThread ThreadID = 1<<32 - 1

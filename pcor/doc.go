@@ -6,6 +6,10 @@
 // named by an Addr, a <process, thread> pair. Messages of any size (up to
 // Config.MaxMessage) carry a Tag and are exchanged with blocking (Send,
 // Recv) or non-blocking (Isend, Irecv returning a *Request) primitives.
+// A message's tag is 0 or more; receives and probes also take AnyTag,
+// and Any, AnyProc and AnyThread as the source. A send to a wildcard
+// address or with a negative tag fails with ErrInvalid, as does a receive
+// with a negative tag other than AnyTag.
 // Messages between the same pair of threads with the same tag are never
 // overtaken: they are received in the order they were sent.
 //

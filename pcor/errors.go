@@ -30,6 +30,10 @@ var (
 	// non-zero value in every process: datagrams of other applications
 	// (or other runs) carry other keys and are dropped.
 	ErrNoJobKey = errors.New("pcor: Config.JobKey is 0: give every process of the application the same non-zero key (pcorrun passes a random one in PCOR_JOBKEY, which FromEnv reads)")
+	// ErrInvalid: an argument the call cannot take, such as a send to a
+	// wildcard address, a negative tag on a send, or a negative
+	// Config size. The error wrapping it says which.
+	ErrInvalid = errors.New("pcor: invalid argument")
 )
 
 // TooLargeError reports a message larger than a process accepts: this one

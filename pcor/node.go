@@ -39,6 +39,9 @@ func NewNode(cfg Config) (*Node, error) {
 	if cfg.JobKey == 0 {
 		return nil, ErrNoJobKey
 	}
+	if err := checkConfig(cfg); err != nil {
+		return nil, err
+	}
 	eng, err := engine.New(engine.Config{
 		Proc:               engine.ProcID(cfg.Proc),
 		JobKey:             cfg.JobKey,
@@ -91,6 +94,32 @@ func NewNode(cfg Config) (*Node, error) {
 	return n, nil
 }
 
+// checkConfig refuses a wildcard process id and negative sizes, counts
+// and times: 0 is each one's default, and a negative value is a mistake.
+func checkConfig(cfg Config) error {
+	if cfg.Proc == AnyProc {
+		return fmt.Errorf("%w: Config.Proc is AnyProc, the receive wildcard, not a process id", ErrInvalid)
+	}
+	if cfg.UnreachableTimeout < 0 {
+		return fmt.Errorf("%w: Config.UnreachableTimeout is %v: it is 0 (the default, 5 s) or more", ErrInvalid, cfg.UnreachableTimeout)
+	}
+	for _, f := range []struct {
+		name string
+		v    int64
+	}{
+		{"MaxMessage", cfg.MaxMessage},
+		{"RecvBudget", cfg.RecvBudget},
+		{"MCBs", int64(cfg.MCBs)},
+		{"Buckets", int64(cfg.Buckets)},
+		{"Window", int64(cfg.Window)},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("%w: Config.%s is %d: it is 0 (the default) or more", ErrInvalid, f.name, f.v)
+		}
+	}
+	return nil
+}
+
 // Proc is this node's process id.
 func (n *Node) Proc() ProcID { return ProcID(n.eng.Proc()) }
 
@@ -141,8 +170,14 @@ func (n *Node) NewThread() *Thread {
 }
 
 // Thread returns an endpoint for thread id. Endpoints are cheap; each is
-// meant to be used by one goroutine at a time.
+// meant to be used by one goroutine at a time. AnyThread is the receive
+// wildcard, not a thread: the endpoint returned for it refuses every
+// operation with ErrInvalid (Iprobe finds nothing).
 func (n *Node) Thread(id ThreadID) *Thread {
+	if id == AnyThread {
+		return &Thread{node: n, ep: n.eng.Endpoint(engine.ThreadID(id)),
+			err: fmt.Errorf("%w: Thread(AnyThread): AnyThread is the receive wildcard, not an endpoint", ErrInvalid)}
+	}
 	n.mu.Lock()
 	if id >= n.nextThread && id < priceProber {
 		n.nextThread = id + 1
@@ -152,8 +187,13 @@ func (n *Node) Thread(id ThreadID) *Thread {
 }
 
 // Alloc returns a buffer of size bytes that the node's fabrics send from
-// and receive into without an intermediate copy.
-func (n *Node) Alloc(size int) []byte { return n.eng.Alloc(size) }
+// and receive into without an intermediate copy; nil for a negative size.
+func (n *Node) Alloc(size int) []byte {
+	if size < 0 {
+		return nil
+	}
+	return n.eng.Alloc(size)
+}
 
 // Stats returns the counters of every port.
 func (n *Node) Stats() []PortStats {

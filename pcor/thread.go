@@ -2,6 +2,7 @@ package pcor
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/pcor-go/pcor/internal/engine"
@@ -11,11 +12,45 @@ import (
 type Thread struct {
 	node *Node
 	ep   *engine.Endpoint
+	err  error // an endpoint that cannot be (Thread(AnyThread)): every operation fails with it
 }
 
 // Request is a pending non-blocking send or receive.
 type Request struct {
-	r *engine.Request
+	r   *engine.Request
+	err error // a request refused before it was posted (r is nil): done, with err
+}
+
+// refused returns a request done with err, posted nowhere.
+func refused(err error) *Request { return &Request{err: err} }
+
+// closedDone is the Done channel of refused requests.
+var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// badSend reports why a send cannot be made: this endpoint cannot be,
+// the destination is a wildcard, or the tag is negative.
+func (t *Thread) badSend(dst Addr, tag Tag) error {
+	switch {
+	case t.err != nil:
+		return t.err
+	case dst.Proc == AnyProc || dst.Thread == AnyThread:
+		return fmt.Errorf("%w: send to %v: a destination is one thread of one process (Any, AnyProc and AnyThread match senders in receives)", ErrInvalid, dst)
+	case tag < 0:
+		return fmt.Errorf("%w: send with tag %d: a message's tag is 0 or more (AnyTag matches every tag in receives)", ErrInvalid, tag)
+	}
+	return nil
+}
+
+// badRecv reports why a receive or probe cannot be made: this endpoint
+// cannot be, or the tag is negative and not AnyTag.
+func (t *Thread) badRecv(tag Tag) error {
+	switch {
+	case t.err != nil:
+		return t.err
+	case tag < 0 && tag != AnyTag:
+		return fmt.Errorf("%w: receive with tag %d: a tag is 0 or more, or AnyTag", ErrInvalid, tag)
+	}
+	return nil
 }
 
 // Message is a received message.
@@ -75,16 +110,19 @@ func (t *Thread) Node() *Node { return t.node }
 // returns, as for a copied message; otherwise, and for larger messages,
 // the request completes once the message is accepted.
 func (t *Thread) Isend(dst Addr, tag Tag, data []byte) *Request {
+	if t.err != nil || tag < 0 || dst.Proc == AnyProc || dst.Thread == AnyThread {
+		return refused(t.badSend(dst, tag))
+	}
 	r := t.ep.IsendCopy(engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data)
 	if r.Copied() {
 		return copiedRequest
 	}
-	return &Request{r}
+	return &Request{r: r}
 }
 
 // copiedRequest is the request of every message Isend copied: a send done
 // without error, shared so that a copied send allocates nothing.
-var copiedRequest = &Request{engine.CopiedSend()}
+var copiedRequest = &Request{r: engine.CopiedSend()}
 
 // EagerLimit is the largest message Isend copies.
 const EagerLimit = engine.EagerLimit
@@ -110,6 +148,9 @@ func (t *Thread) Ssend(ctx context.Context, dst Addr, tag Tag, data []byte) erro
 // passiveEvery-th one of at most EagerLimit bytes to another process is
 // timed as a passive sample.
 func (t *Thread) send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
+	if t.err != nil || tag < 0 || dst.Proc == AnyProc || dst.Thread == AnyThread {
+		return t.badSend(dst, tag)
+	}
 	if !t.node.passive || len(data) > engine.EagerLimit || dst.Proc == t.node.Proc() ||
 		t.node.sends.Add(1)%passiveEvery != 0 {
 		return apiError(t.ep.Send(ctx, engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data))
@@ -125,7 +166,10 @@ func (t *Thread) send(ctx context.Context, dst Addr, tag Tag, data []byte) error
 // Irecv starts receiving a message from src (wildcards allowed) with tag
 // (or AnyTag) into buf; with a nil buf the library allocates.
 func (t *Thread) Irecv(src Addr, tag Tag, buf []byte) *Request {
-	return &Request{t.ep.Irecv(engine.ProcID(src.Proc), engine.ThreadID(src.Thread), engine.Tag(tag), buf)}
+	if err := t.badRecv(tag); err != nil {
+		return refused(err)
+	}
+	return &Request{r: t.ep.Irecv(engine.ProcID(src.Proc), engine.ThreadID(src.Thread), engine.Tag(tag), buf)}
 }
 
 // IrecvReuse is Irecv that reuses r, a receive request of this node that
@@ -136,12 +180,15 @@ func (t *Thread) Irecv(src Addr, tag Tag, buf []byte) *Request {
 // before). A nil r, a send's request, or one not yet completed is left
 // alone and IrecvReuse returns a new request, as Irecv.
 func (t *Thread) IrecvReuse(r *Request, src Addr, tag Tag, buf []byte) *Request {
-	if r == nil {
+	if r == nil || r.r == nil {
 		return t.Irecv(src, tag, buf)
+	}
+	if err := t.badRecv(tag); err != nil {
+		return refused(err)
 	}
 	er := t.ep.IrecvReuse(r.r, engine.ProcID(src.Proc), engine.ThreadID(src.Thread), engine.Tag(tag), buf)
 	if er != r.r {
-		return &Request{er}
+		return &Request{r: er}
 	}
 	return r
 }
@@ -156,6 +203,9 @@ func (t *Thread) Recv(ctx context.Context, src Addr, tag Tag) (Message, error) {
 // data is buf trimmed to the message length. A longer message fills buf and
 // reports ErrTruncated.
 func (t *Thread) RecvInto(ctx context.Context, src Addr, tag Tag, buf []byte) (Message, error) {
+	if err := t.badRecv(tag); err != nil {
+		return Message{}, err
+	}
 	r, err := t.ep.Recv(ctx, engine.ProcID(src.Proc), engine.ThreadID(src.Thread), engine.Tag(tag), buf)
 	if r == nil {
 		return Message{}, apiError(err)
@@ -170,12 +220,18 @@ func message(r *engine.Request) Message {
 
 // Iprobe reports whether a message matching src and tag is waiting.
 func (t *Thread) Iprobe(src Addr, tag Tag) (Status, bool) {
+	if t.badRecv(tag) != nil {
+		return Status{}, false
+	}
 	st, ok := t.ep.Iprobe(engine.ProcID(src.Proc), engine.ThreadID(src.Thread), engine.Tag(tag))
 	return status(st), ok
 }
 
 // Probe waits until a message matching src and tag is waiting.
 func (t *Thread) Probe(ctx context.Context, src Addr, tag Tag) (Status, error) {
+	if err := t.badRecv(tag); err != nil {
+		return Status{}, err
+	}
 	st, err := t.ep.Probe(ctx, engine.ProcID(src.Proc), engine.ThreadID(src.Thread), engine.Tag(tag))
 	return status(st), apiError(err)
 }
@@ -186,13 +242,21 @@ func status(st engine.Status) Status {
 
 // Test reports whether the request completed, and its error.
 func (r *Request) Test() (bool, error) {
+	if r.r == nil {
+		return true, r.err
+	}
 	done, err := r.r.Test()
 	return done, apiError(err)
 }
 
 // Wait blocks until the request completes or ctx ends; ending ctx stops
 // the wait only (see Cancel).
-func (r *Request) Wait(ctx context.Context) error { return apiError(r.r.Wait(ctx)) }
+func (r *Request) Wait(ctx context.Context) error {
+	if r.r == nil {
+		return r.err
+	}
+	return apiError(r.r.Wait(ctx))
+}
 
 // Done delivers one value when the request completes; then Test and Wait
 // report its outcome. A goroutine that selects on Done waits outside the
@@ -203,10 +267,24 @@ func (r *Request) Wait(ctx context.Context) error { return apiError(r.r.Wait(ctx
 // long and whose completion is not on a hurried path, such as a receive
 // posted to learn that a peer went down. The request of a send Isend
 // copied is done already: its Done channel is closed.
-func (r *Request) Done() <-chan struct{} { return r.r.Done() }
+func (r *Request) Done() <-chan struct{} {
+	if r.r == nil {
+		return closedDone
+	}
+	return r.r.Done()
+}
 
 // Cancel withdraws the request if it has not completed.
-func (r *Request) Cancel() { r.r.Cancel() }
+func (r *Request) Cancel() {
+	if r.r != nil {
+		r.r.Cancel()
+	}
+}
 
 // Message is the received message once a receive completed.
-func (r *Request) Message() Message { return message(r.r) }
+func (r *Request) Message() Message {
+	if r.r == nil {
+		return Message{}
+	}
+	return message(r.r)
+}
