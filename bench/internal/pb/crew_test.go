@@ -9,25 +9,40 @@ import (
 	"time"
 )
 
-// A crew's members run every round with their own state kept, the first
-// error cancels the round for the others, and close ends every member.
+// A crew's members run every round with their own state kept and within
+// one context (the engine watches a context a thread waits with twice in
+// a row, where a new one each round costs every thread a select on a
+// channel shared by all), the first error cancels the round for the
+// others, a crew whose round was cancelled serves no more, and close ends
+// every member.
 func TestCrew(t *testing.T) {
 	before := runtime.NumGoroutine()
 	const n = 50
 	var made atomic.Int32
 	var done atomic.Int64
+	var ctxs atomic.Int32 // rounds in a context other than the member's first
 	boom := errors.New("boom")
 	c := newCrew(n, func(i int) func(ctx context.Context, k int) error {
 		made.Add(1)
 		rounds := 0 // the member's own state
+		var first <-chan struct{}
 		return func(ctx context.Context, k int) error {
 			rounds++
+			if first == nil {
+				first = ctx.Done()
+			} else if ctx.Done() != first {
+				ctxs.Add(1)
+			}
 			if k < 0 {
 				if i == 0 {
 					return boom
 				}
-				<-ctx.Done() // the others wait until member 0 fails
-				return nil
+				select { // the others wait until member 0 fails
+				case <-ctx.Done():
+					return nil
+				case <-time.After(10 * time.Second):
+					return errors.New("member 0's failure did not end the round")
+				}
 			}
 			done.Add(int64(k * rounds))
 			return nil
@@ -48,6 +63,12 @@ func TestCrew(t *testing.T) {
 	if made.Load() != n {
 		t.Errorf("%d members made, want %d", made.Load(), n)
 	}
+	if k := ctxs.Load(); k != 0 {
+		t.Errorf("%d member rounds ran in a context other than the member's first", k)
+	}
+	if !c.ok() {
+		t.Errorf("crew not ok after rounds that ended well")
+	}
 	c2, cancel := context.WithTimeout(ctx, time.Minute)
 	c.start(c2, cancel, -1)
 	if err := c.wait(); !errors.Is(err, boom) {
@@ -55,6 +76,9 @@ func TestCrew(t *testing.T) {
 	}
 	if c2.Err() != context.Canceled {
 		t.Errorf("the failing member did not cancel the round: %v", c2.Err())
+	}
+	if c.ok() {
+		t.Errorf("crew ok after a cancelled round")
 	}
 	cancel()
 	c.close()

@@ -187,7 +187,8 @@ func sendStep(ctx context.Context, f *far, n int) error {
 	if N < 1 {
 		return fmt.Errorf("pb: pcor-send: %d threads", N)
 	}
-	if f.senders == nil {
+	if !f.senders.ok() {
+		f.senders.close()
 		data := f.node.Alloc(f.job.Size)
 		f.senders = newCrew(N, func(i int) func(ctx context.Context, k int) error {
 			t := f.node.Thread(ContentionBase + pcor.ThreadID(N+i))

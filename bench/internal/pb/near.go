@@ -156,7 +156,7 @@ func (n *Near) Contention(ctx context.Context, host peer.Host, threads, perThrea
 	if threads < 1 {
 		return raw.Sample{}, fmt.Errorf("pb: contention: %d threads", threads)
 	}
-	if n.recvers.size() != threads || n.recvFar != n.Far.Proc {
+	if n.recvers.size() != threads || n.recvFar != n.Far.Proc || !n.recvers.ok() {
 		n.recvers.close()
 		n.recvers = newCrew(threads, n.receiver(threads))
 		n.recvFar = n.Far.Proc
