@@ -94,7 +94,11 @@ func (c *crew) wait() error {
 		}
 	}
 	if c.unlink != nil {
-		c.unlink()
+		if !c.unlink() {
+			// The round's context ended: the crew's ends now, not
+			// when the link's goroutine gets to it.
+			c.end()
+		}
 		c.unlink = nil
 	}
 	return first

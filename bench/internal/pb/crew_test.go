@@ -33,6 +33,9 @@ func TestCrew(t *testing.T) {
 			} else if ctx.Done() != first {
 				ctxs.Add(1)
 			}
+			if k == -2 {
+				return boom // every member fails at once
+			}
 			if k < 0 {
 				if i == 0 {
 					return boom
@@ -81,7 +84,24 @@ func TestCrew(t *testing.T) {
 		t.Errorf("crew ok after a cancelled round")
 	}
 	cancel()
+	// A crew whose round's context ended as the round ended serves no
+	// more from the moment wait returns, not once the link gets to it.
 	c.close()
+	for range 20 {
+		c = newCrew(n, func(i int) func(ctx context.Context, k int) error {
+			return func(ctx context.Context, k int) error { return boom }
+		})
+		c2, cancel = context.WithCancel(ctx)
+		c.start(c2, cancel, -2)
+		if err := c.wait(); !errors.Is(err, boom) {
+			t.Errorf("round of failing members: %v", err)
+		}
+		if c.ok() {
+			t.Errorf("crew ok when wait returned after a cancelled round")
+		}
+		cancel()
+		c.close()
+	}
 	var nilCrew *crew
 	nilCrew.close()
 	deadline := time.Now().Add(10 * time.Second)
