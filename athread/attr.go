@@ -20,6 +20,7 @@ const (
 // Attr are a thread's attributes (Anahy's athread_attr_t). The zero value
 // is a thread that may run anywhere, with no cost hint, not re-run.
 type Attr struct {
+	// Place is where the thread may run (default Anywhere).
 	Place Place
 	Proc  pcor.ProcID // with Place == OnProc
 	// Cost is a hint of the thread's work, in any unit consistent across

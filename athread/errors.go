@@ -17,9 +17,9 @@ var ErrRegistry = errors.New("athread: registered functions differ between proce
 
 // PanicError is the error Join returns for a thread whose body panicked.
 type PanicError struct {
-	Value any    // the value given to panic
-	Stack []byte // the goroutine's stack where it panicked
-	Proc  pcor.ProcID
+	Value any         // the value given to panic
+	Stack []byte      // the goroutine's stack where it panicked
+	Proc  pcor.ProcID // the process the thread ran in
 }
 
 func (e *PanicError) Error() string {
@@ -39,13 +39,15 @@ func (e *PeerError) Error() string {
 	return fmt.Sprintf("athread: thread %q was running in process %d, which is gone: %v", e.Func, e.Proc, e.Err)
 }
 
+// Unwrap returns pcor.ErrPeerDown and the cause (Err), so that errors.Is
+// matches either.
 func (e *PeerError) Unwrap() []error { return []error{pcor.ErrPeerDown, e.Err} }
 
 // RemoteError carries the error a thread body returned in another process:
 // only its text crosses processes.
 type RemoteError struct {
-	Proc pcor.ProcID
-	Msg  string
+	Proc pcor.ProcID // the process the thread ran in
+	Msg  string      // the text of the error its body returned
 }
 
 func (e *RemoteError) Error() string { return fmt.Sprintf("process %d: %s", e.Proc, e.Msg) }

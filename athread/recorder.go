@@ -262,9 +262,9 @@ func (rt *Runtime) Utilisation(from, to time.Time) []float64 {
 // VPUse is the share of an interval one VP of one process spent running
 // thread bodies.
 type VPUse struct {
-	Proc pcor.ProcID
-	VP   int
-	Busy float64 // 0 to 1
+	Proc pcor.ProcID // the process
+	VP   int         // the VP's index in that process, from 0
+	Busy float64     // 0 to 1
 }
 
 // JobUtilisation returns the utilisation of every VP of every process of

@@ -38,9 +38,9 @@ type Endpoint interface {
 // scatter/gather entries), so Body may be a caller's buffer. Neither slice
 // is retained after Send returns.
 type Datagram struct {
-	Head []byte
-	Body []byte
-	To   Endpoint
+	Head []byte   // the first bytes: pcor's header, or a whole datagram
+	Body []byte   // the bytes after Head (may be empty)
+	To   Endpoint // the destination port's address on this fabric
 }
 
 // Len is the size of the datagram on the wire (before fabric framing).

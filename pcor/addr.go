@@ -23,8 +23,8 @@ const (
 
 // Addr names a thread anywhere in the application: a <process, thread> pair.
 type Addr struct {
-	Proc   ProcID
-	Thread ThreadID
+	Proc   ProcID   // the process (its rank)
+	Thread ThreadID // the thread endpoint within it
 }
 
 // Any matches every sender in a receive.

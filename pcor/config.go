@@ -23,6 +23,7 @@ func (m Mode) String() string { return engine.Mode(m).String() }
 
 // Peer tells a node how to reach another process directly.
 type Peer struct {
+	// Proc is the process reached.
 	Proc ProcID
 	// Fabric selects the local port: the first one of this kind
 	// (default "udp").
@@ -34,12 +35,16 @@ type Peer struct {
 // Config configures a Node. The zero value, with a JobKey, is a node with
 // one UDP port on loopback.
 type Config struct {
+	// Proc is this process's id (its rank); AnyProc is refused.
 	Proc ProcID
 	// JobKey is the application's key: the same non-zero value in every
 	// process of one run (NewNode refuses 0 with ErrNoJobKey).
 	JobKey uint64
+	// Listen lists the ports to open (default: one UDP port on
+	// loopback, 127.0.0.1 with a port the system chooses).
 	Listen []Listen
-	Peers  []Peer
+	// Peers are the processes reached directly, added as AddPeer does.
+	Peers []Peer
 	// MaxMessage is the largest message (default 1 GiB).
 	MaxMessage int64
 	// RecvBudget bounds the bytes held for messages no thread has received

@@ -40,9 +40,9 @@ var (
 // (Proc is then this process) or its destination, which refused it. It
 // matches ErrTooLarge with errors.Is.
 type TooLargeError struct {
-	Proc  ProcID
-	Size  int64 // the message's length
-	Limit int64 // the largest message Proc accepts
+	Proc  ProcID // the process whose limit the message exceeds
+	Size  int64  // the message's length
+	Limit int64  // the largest message Proc accepts
 }
 
 func (e *TooLargeError) Error() string {
@@ -56,7 +56,7 @@ func (e *TooLargeError) Is(target error) bool { return target == ErrTooLarge }
 // ErrUnreachable with errors.Is, and its cause (Err, such as ErrNoPath)
 // too.
 type UnreachableError struct {
-	Proc   ProcID
+	Proc   ProcID // the process not reached
 	Reason string // what was seen, for people: "no answer for 5s", "no path"
 	Err    error  // the cause, when it is one of this package's errors
 }
@@ -77,7 +77,7 @@ func (e *UnreachableError) Unwrap() error { return e.Err }
 // PeerDownError reports a process that left or died. It matches
 // ErrPeerDown with errors.Is.
 type PeerDownError struct {
-	Proc   ProcID
+	Proc   ProcID // the process that left or died
 	Reason string // as the directory gave it: "left", "heartbeat lost", ...
 }
 

@@ -4,28 +4,69 @@ import "github.com/pcor-go/pcor/internal/engine"
 
 // PortStats are the counters of one port.
 type PortStats struct {
-	Fabric        string
-	Endpoint      string
-	Mode          Mode
-	FragsSent     uint64
-	FragsRecv     uint64
-	BytesSent     uint64
-	BytesRecv     uint64
-	AcksSent      uint64
-	AcksRecv      uint64
-	Retransmits   uint64
-	Timeouts      uint64
-	FastRetrans   uint64
-	Probes        uint64 // tail probes sent before a retransmission timeout
-	Duplicates    uint64
-	BusySent      uint64
-	BusyRecv      uint64
-	Forwarded     uint64
-	Drops         map[string]uint64 // by reason
-	DroppedTotal  uint64
-	MessagesRecv  uint64
-	MessagesSent  uint64
-	SendErrors    uint64
+	// Fabric is the port's fabric kind ("udp", "shm", "rdma", ...).
+	Fabric string
+	// Endpoint is the port's own address on its fabric, as peers reach it.
+	Endpoint string
+	// Mode is how the port's dispatcher waits for datagrams.
+	Mode Mode
+	// FragsSent counts the datagrams the fabric took to send: data
+	// fragments (first sends and retransmissions), acknowledgements,
+	// control datagrams and forwarded ones; a bundle counts once.
+	FragsSent uint64
+	// FragsRecv counts the datagrams received, of every kind, dropped
+	// ones included.
+	FragsRecv uint64
+	// BytesSent counts the bytes of the datagrams in FragsSent, headers
+	// included.
+	BytesSent uint64
+	// BytesRecv counts the bytes of the datagrams in FragsRecv, headers
+	// included.
+	BytesRecv uint64
+	// AcksSent counts the acknowledgement datagrams sent.
+	AcksSent uint64
+	// AcksRecv counts the acknowledgement datagrams received and decoded.
+	AcksRecv uint64
+	// Retransmits counts the data fragments sent again (after a timeout,
+	// a fast retransmission or a tail probe).
+	Retransmits uint64
+	// Timeouts counts the retransmission timeouts that expired: all in
+	// flight and not acknowledged was taken as lost.
+	Timeouts uint64
+	// FastRetrans counts the times holes shown by acknowledgements were
+	// taken as lost and sent again before the retransmission timeout.
+	FastRetrans uint64
+	// Probes counts the tail probes: a fragment sent again because no
+	// acknowledgement came for two round trips, before the retransmission
+	// timeout.
+	Probes uint64
+	// Duplicates counts the data fragments received that had arrived
+	// before (their acknowledgement was lost or late).
+	Duplicates uint64
+	// BusySent counts the BUSY replies sent: fragments refused for want
+	// of receive memory (Config.RecvBudget, Config.MCBs), to be sent again.
+	BusySent uint64
+	// BusyRecv counts the BUSY replies received from destinations.
+	BusyRecv uint64
+	// Forwarded counts the datagrams this process passed on towards
+	// another process, as a gateway.
+	Forwarded uint64
+	// Drops counts the datagrams dropped, by reason ("checksum",
+	// "jobkey", "window", "stale", ...); reasons never seen are absent.
+	Drops map[string]uint64
+	// DroppedTotal is the sum of Drops.
+	DroppedTotal uint64
+	// MessagesRecv counts the messages received whole from other
+	// processes through the port.
+	MessagesRecv uint64
+	// MessagesSent counts the messages to other processes whose delivery
+	// the destination acknowledged (sends completed without error,
+	// copied ones included).
+	MessagesSent uint64
+	// SendErrors counts the fabric sends that returned an error.
+	SendErrors uint64
+	// ReceiveErrors counts the fabric receives that returned an error
+	// other than the port's closing.
 	ReceiveErrors uint64
 
 	// SpuriousTimeouts counts the retransmission timeouts found spurious
@@ -59,12 +100,13 @@ type PortStats struct {
 	// goroutine); the token goes back to the dispatcher when other threads
 	// wait (Handbacks), when the driver's message is long in coming
 	// (GiveBacks), or after the port is left unattended a while
-	// (Reclaims). ThreadBatches and DispatcherBatches count the batches of
-	// datagrams received by a driving thread and by the dispatcher; in a
-	// ping-pong the second should stay near zero, since each message the
-	// dispatcher receives for a waiting thread costs a thread wake-up.
+	// (Reclaims).
 	Leads, Steals, Handbacks, GiveBacks, Reclaims uint64
-	ThreadBatches, DispatcherBatches              uint64
+	// ThreadBatches and DispatcherBatches count the batches of datagrams
+	// received by a driving thread and by the dispatcher; in a ping-pong
+	// the second should stay near zero, since each message the dispatcher
+	// receives for a waiting thread costs a thread wake-up.
+	ThreadBatches, DispatcherBatches uint64
 	// DriverSleeps counts the times a driving thread polled the fabric
 	// for its whole spin without its message coming and slept in it
 	// (blocking mode): each such wait ends with a thread wake-up.

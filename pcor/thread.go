@@ -55,15 +55,22 @@ func (t *Thread) badRecv(tag Tag) error {
 
 // Message is a received message.
 type Message struct {
+	// Data is the message's bytes: the receive's buffer trimmed to the
+	// message's length, or a buffer the library allocated.
 	Data []byte
-	Src  Addr
-	Tag  Tag
+	// Src is the thread that sent it.
+	Src Addr
+	// Tag is the tag it was sent with.
+	Tag Tag
 }
 
 // Status describes a message found by a probe.
 type Status struct {
+	// Src is the thread that sent the message.
 	Src Addr
+	// Tag is the tag it was sent with.
 	Tag Tag
+	// Len is its length in bytes.
 	Len int
 }
 

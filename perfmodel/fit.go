@@ -25,8 +25,8 @@ const maxCond = 1e12
 
 // Term is the monomial n^N · p^P of a model; P < 0 divides by p.
 type Term struct {
-	N int `json:"n"`
-	P int `json:"p"`
+	N int `json:"n"` // the power of n
+	P int `json:"p"` // the power of p (negative: a divisor)
 }
 
 func (t Term) at(n, p float64) float64 {
@@ -114,24 +114,24 @@ const (
 
 // Model is a fitted model with its goodness of fit.
 type Model struct {
-	Name      string      `json:"name,omitempty"`
-	Form      Form        `json:"form"`
-	Coef      []float64   `json:"coef"`
-	SE        []float64   `json:"se"`  // standard error of each coefficient
-	Cov       [][]float64 `json:"cov"` // covariance of the coefficients
-	Weighting Weighting   `json:"weighting"`
+	Name      string      `json:"name,omitempty"` // as stored in a Set
+	Form      Form        `json:"form"`           // the terms fitted
+	Coef      []float64   `json:"coef"`           // each term's coefficient, seconds per unit of the term
+	SE        []float64   `json:"se"`             // standard error of each coefficient
+	Cov       [][]float64 `json:"cov"`            // covariance of the coefficients
+	Weighting Weighting   `json:"weighting"`      // what the fit minimised
 	// Sigma is the residual standard deviation: seconds (Absolute) or a
 	// fraction of the time (Relative).
 	Sigma     float64 `json:"sigma"`
-	R2        float64 `json:"r2"`
-	AdjR2     float64 `json:"adj_r2"`
-	RMSE      float64 `json:"rmse"`        // seconds
-	MaxRelErr float64 `json:"max_rel_err"` // worst |t − t̂|/t over the fitted points
-	Points    int     `json:"points"`
-	NMin      float64 `json:"n_min"`
-	NMax      float64 `json:"n_max"`
-	PMin      float64 `json:"p_min,omitempty"`
-	PMax      float64 `json:"p_max,omitempty"`
+	R2        float64 `json:"r2"`              // coefficient of determination, on the residuals in seconds
+	AdjR2     float64 `json:"adj_r2"`          // R2 adjusted for the number of coefficients
+	RMSE      float64 `json:"rmse"`            // seconds
+	MaxRelErr float64 `json:"max_rel_err"`     // worst |t − t̂|/t over the fitted points
+	Points    int     `json:"points"`          // observations fitted
+	NMin      float64 `json:"n_min"`           // the smallest n fitted
+	NMax      float64 `json:"n_max"`           // the largest n fitted
+	PMin      float64 `json:"p_min,omitempty"` // the smallest p fitted
+	PMax      float64 `json:"p_max,omitempty"` // the largest p fitted (0: no p, see Extrapolates)
 }
 
 // Fit fits form to the observations by (weighted) least squares, solving
@@ -244,8 +244,8 @@ func (m *Model) at(n, p float64) float64 {
 
 // Estimate is a predicted time and its standard error, seconds.
 type Estimate struct {
-	T  float64 `json:"t"`
-	SE float64 `json:"se"`
+	T  float64 `json:"t"`  // the predicted time
+	SE float64 `json:"se"` // the standard error of a new measurement there
 }
 
 // Predict returns the model's time at (n, p) and the standard error of a

@@ -12,9 +12,9 @@ import (
 // Series is one set of points of a plot: measured points are drawn as
 // marks, model curves as lines.
 type Series struct {
-	Name   string
-	X, Y   []float64
-	Points bool // marks instead of a line
+	Name   string    // the legend's label
+	X, Y   []float64 // the points' coordinates, X[i] with Y[i]
+	Points bool      // marks instead of a line
 }
 
 // Curve samples model m at steps+1 evenly spaced n in [from, to] for p

@@ -9,16 +9,16 @@ import (
 // and counted Count(n, p) times (for example (p − 1) sends of n²/(p − 1)
 // rows each). Nil Arg evaluates the model at (n, p); nil Count counts 1.
 type Part struct {
-	Name  string
-	Model *Model
-	Arg   func(n, p float64) (float64, float64)
-	Count func(n, p float64) float64
+	Name  string                                // the region's name
+	Model *Model                                // the region's fitted model
+	Arg   func(n, p float64) (float64, float64) // the point the model is evaluated at (nil: (n, p))
+	Count func(n, p float64) float64            // how many times the region runs (nil: once)
 }
 
 // Program composes region models into a model of a whole program: its
 // time is the sum of its parts' (T_total = Σ Count_i · T_i(Arg_i)).
 type Program struct {
-	Parts []Part
+	Parts []Part // the regions, whose times add up
 }
 
 // Predict returns the program's time at (n, p). Parts are taken as

@@ -23,8 +23,8 @@ const madScale = 1.4826
 // of fewer than three samples are kept whole. The zero Rule uses K = 3 and
 // Floor = 0.01.
 type Rule struct {
-	K     float64
-	Floor float64
+	K     float64 // the robust z-score beyond which a sample is dropped (0: 3)
+	Floor float64 // the least MAD, as a fraction of the median (0: 0.01)
 }
 
 func (r Rule) k() float64 {
@@ -71,8 +71,8 @@ func (r Rule) Split(ts []float64) (keep, drop []float64) {
 // times skewed to the right, such as round trips delayed by scheduling,
 // where the mean carries the delays the rule kept).
 type Observation struct {
-	N       float64 `json:"n"`
-	P       float64 `json:"p,omitempty"`
+	N       float64 `json:"n"`                // the problem size
+	P       float64 `json:"p,omitempty"`      // the process count (0: none)
 	T       float64 `json:"t"`                // mean of the kept samples, seconds
 	Median  float64 `json:"median,omitempty"` // their median, seconds
 	SD      float64 `json:"sd"`               // their standard deviation

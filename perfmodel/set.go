@@ -12,8 +12,8 @@ import (
 // Set is a collection of fitted models by name, as saved to JSON. It can
 // also carry the observations they were fitted to.
 type Set struct {
-	Models       map[string]*Model        `json:"models"`
-	Observations map[string][]Observation `json:"observations,omitempty"`
+	Models       map[string]*Model        `json:"models"`                 // by name (Put sets Model.Name)
+	Observations map[string][]Observation `json:"observations,omitempty"` // the points fitted, by model name
 }
 
 // Put stores m under name (setting m.Name).
