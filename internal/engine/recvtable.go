@@ -29,8 +29,12 @@ type stripe struct {
 	unexpTail []int32
 	posted    []reqList
 	threads   map[ThreadID]*threadState
-	seq       uint64
-	_         [64]byte
+	// lastID's state, the last looked up: a thread's messages come in
+	// runs, and each costs three lookups (taken, kept, received).
+	lastID ThreadID
+	last   *threadState
+	seq    uint64
+	_      [64]byte
 }
 
 type threadState struct {
@@ -84,10 +88,24 @@ func stripeOf(t ThreadID) int {
 func (t *recvTable) stripe(dst ThreadID) *stripe { return &t.stripes[stripeOf(dst)] }
 
 func (s *stripe) thread(id ThreadID) *threadState {
-	ts := s.threads[id]
+	ts := s.lookup(id)
 	if ts == nil {
 		ts = &threadState{arrHead: nilMCB, arrTail: nilMCB, notify: make(chan struct{}, 1)}
 		s.threads[id] = ts
+		s.lastID, s.last = id, ts
+	}
+	return ts
+}
+
+// lookup returns the state of thread id, nil if it has none. The stripe
+// must be locked. A thread's state, once made, stays for the table's life.
+func (s *stripe) lookup(id ThreadID) *threadState {
+	if s.last != nil && s.lastID == id {
+		return s.last
+	}
+	ts := s.threads[id]
+	if ts != nil {
+		s.lastID, s.last = id, ts
 	}
 	return ts
 }
@@ -112,7 +130,7 @@ func (t *recvTable) peekPosted(s *stripe, k key, h uint64) *Request {
 			break
 		}
 	}
-	if ts := s.threads[k.dstThread]; ts != nil {
+	if ts := s.lookup(k.dstThread); ts != nil {
 		for r := ts.wild.head; r != nil; r = r.next {
 			if matches(r, k) {
 				if ex == nil || r.postSeq < ex.postSeq {
@@ -139,7 +157,7 @@ func (t *recvTable) takePosted(s *stripe, k key, h uint64) *Request {
 	var wr, wrPrev *Request
 	var ts *threadState
 	if len(s.threads) > 0 {
-		ts = s.threads[k.dstThread]
+		ts = s.lookup(k.dstThread)
 	}
 	if ts != nil {
 		for r := ts.wild.head; r != nil; wrPrev, r = r, r.next {
@@ -202,7 +220,7 @@ func (t *recvTable) unlink(s *stripe, m *mcb, h uint64) {
 			break
 		}
 	}
-	ts := s.threads[m.key.dstThread]
+	ts := s.lookup(m.key.dstThread)
 	if m.tprev == nilMCB {
 		ts.arrHead = m.tnext
 	} else {
@@ -230,7 +248,7 @@ func (t *recvTable) findUnexpected(s *stripe, r *Request) *mcb {
 		}
 		return nil
 	}
-	ts := s.threads[r.dstThread]
+	ts := s.lookup(r.dstThread)
 	if ts == nil {
 		return nil
 	}
@@ -269,7 +287,7 @@ func (t *recvTable) unpost(s *stripe, r *Request) bool {
 	if exactKey(r) {
 		return s.posted[hashKey(key{r.srcProc, r.srcThread, r.dstThread, r.tag})&t.mask].remove(r)
 	}
-	ts := s.threads[r.dstThread]
+	ts := s.lookup(r.dstThread)
 	return ts != nil && ts.wild.remove(r)
 }
 

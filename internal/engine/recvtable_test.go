@@ -340,3 +340,55 @@ func TestMCBBitmapReused(t *testing.T) {
 		pool.put(m)
 	}
 }
+
+// TestTableThreadsShareStripe interleaves two receiving threads of one
+// stripe: each thread's wildcard receives and unexpected messages stay
+// its own, whichever thread the stripe looked up last.
+func TestTableThreadsShareStripe(t *testing.T) {
+	tab, pool := newTestTable(4)
+	a := ThreadID(1)
+	b := a + 1
+	for stripeOf(b) != stripeOf(a) {
+		b++
+	}
+	wild := func(th ThreadID) *Request {
+		return &Request{dstThread: th, srcProc: AnyProc, srcThread: AnyThread, tag: AnyTag}
+	}
+	// Unexpected messages of both, interleaved, then wildcard receives
+	// taking them in turn.
+	for i := uint64(0); i < 4; i++ {
+		arrive(tab, pool, key{1, 2, a, 7}, i)
+		arrive(tab, pool, key{1, 2, b, 7}, 100+i)
+	}
+	for i := uint64(0); i < 4; i++ {
+		if m := post(tab, wild(a)); m == nil || m.msgID != i {
+			t.Fatalf("thread a: want message %d, got %+v", i, m)
+		} else {
+			pool.put(m)
+		}
+		if m := post(tab, wild(b)); m == nil || m.msgID != 100+i {
+			t.Fatalf("thread b: want message %d, got %+v", 100+i, m)
+		} else {
+			pool.put(m)
+		}
+	}
+	// A wildcard receive of a posted: a message for b must not take it.
+	ra := wild(a)
+	if m := post(tab, ra); m != nil {
+		t.Fatalf("nothing should wait for a, got %+v", m)
+	}
+	if r := arrive(tab, pool, key{1, 2, b, 7}, 200); r != nil {
+		t.Fatalf("a message for thread %d took thread %d's receive", b, a)
+	}
+	if r := arrive(tab, pool, key{1, 2, a, 7}, 201); r != ra {
+		t.Fatalf("a message for thread %d did not take its receive: %v", a, r)
+	}
+	if m := post(tab, wild(b)); m == nil || m.msgID != 200 {
+		t.Fatalf("thread b: want message 200, got %+v", m)
+	} else {
+		pool.put(m)
+	}
+	if pool.inUse() != 0 {
+		t.Fatalf("%d control blocks still in use", pool.inUse())
+	}
+}
