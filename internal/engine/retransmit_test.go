@@ -559,3 +559,44 @@ func TestSpuriousTimeoutUndone(t *testing.T) {
 		t.Errorf("window %v after a real loss, want below %v", o.after, o.before)
 	}
 }
+
+// bufferedPort is a port whose datagrams wait in a socket buffer of recv
+// bytes, as UDP's do.
+type bufferedPort struct {
+	fabric.Port
+	recv int
+}
+
+func (p *bufferedPort) SocketBuffers() (recv, send int) { return p.recv, p.recv }
+
+// A stream's first slow start stops at half the datagrams its port's
+// socket receive buffer holds, rather than doubling the window until a
+// burst of losses; after that the window grows a fragment a round trip.
+func TestSlowStartBoundedBySocket(t *testing.T) {
+	const recv = 16 << 20
+	for try := 1; ; try++ {
+		n := mem.NewNetwork()
+		a, _ := n.Listen("a")
+		b, _ := n.Listen("b")
+		e0, e1 := pair(t, &bufferedPort{a, recv}, &bufferedPort{b, recv}, Config{})
+		p := e0.peer(1)
+		maxDg := p.routes.Load().pick(0).maxDg
+		want := float64(recv / maxDg / 2)
+		if want <= initialCwnd || want >= float64(e0.cfg.Window) {
+			t.Fatalf("test assumes a bound between %d and %d, have %v", initialCwnd, e0.cfg.Window, want)
+		}
+		exchange(t, e0, e1, 1, pattern(4*maxDg, 1))
+		p.mu.Lock()
+		got := p.tx.ssthresh
+		p.mu.Unlock()
+		if got == want {
+			return
+		}
+		// A loss (a loaded machine can fire the first timeout) halves
+		// the window and ssthresh with it: try again.
+		if st := e0.Stats()[0]; (st.Timeouts > 0 || st.FastRetrans > 0) && try < 5 {
+			continue
+		}
+		t.Fatalf("ssthresh %v after the first message, want %v (half of %d B of socket buffer in datagrams of %d B)", got, want, recv, maxDg)
+	}
+}

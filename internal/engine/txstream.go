@@ -45,6 +45,8 @@ type txStream struct {
 	cwnd       float64
 	ssthresh   float64
 	recoverSeq uint64
+	// ssBounded: the first message's route bounded ssthresh (route.ssCap)
+	ssBounded  bool
 	lossRun    int    // fragments found lost in the current round trip
 	lossRunEnd uint64 // the round trip ends with losses at or above this seq
 	peerWin    int
@@ -85,6 +87,7 @@ type txStream struct {
 func (t *txStream) init(e *Engine) {
 	t.cwnd = initialCwnd
 	t.ssthresh = float64(e.cfg.Window)
+	t.ssBounded = false
 	t.peerWin = e.cfg.Window
 	t.rto = initialRTO
 	t.busyDelay = time.Millisecond
