@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/bits"
 	"sync"
 )
 
@@ -434,12 +435,10 @@ type bufPool struct {
 	classes [17]sync.Pool // 1 B .. 64 KiB
 }
 
+// sizeClass returns the class of a buffer of n bytes (n > 0): the
+// smallest c with 1<<c >= n.
 func sizeClass(n int) int {
-	c := 0
-	for (1 << c) < n {
-		c++
-	}
-	return c
+	return bits.Len(uint(n - 1))
 }
 
 // get returns a buffer of n bytes and, when it came from the pool, the

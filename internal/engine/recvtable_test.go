@@ -392,3 +392,14 @@ func TestTableThreadsShareStripe(t *testing.T) {
 		t.Fatalf("%d control blocks still in use", pool.inUse())
 	}
 }
+
+// TestSizeClass checks that a buffer's class is the smallest power of two
+// that holds it.
+func TestSizeClass(t *testing.T) {
+	for n := 1; n <= 1<<17; n++ {
+		c := sizeClass(n)
+		if 1<<c < n || c > 0 && 1<<(c-1) >= n {
+			t.Fatalf("sizeClass(%d) = %d", n, c)
+		}
+	}
+}
