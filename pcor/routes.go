@@ -44,6 +44,7 @@ type router struct {
 type routeSink interface {
 	SetRoutes(proc engine.ProcID, specs []engine.RouteSpec) error
 	RemovePeer(proc engine.ProcID, err error)
+	PeerLeft(proc engine.ProcID, err error)
 }
 
 func newRouter(eng routeSink, self uint32) *router {
@@ -69,7 +70,8 @@ func (r *router) reset(members []directory.Member) error {
 }
 
 // event applies one membership change. A member that left has its pending
-// requests failed with ErrPeerDown (naming it); members that only it
+// requests failed with ErrPeerDown (naming it), once what it sent before
+// it left has been taken (engine.PeerLeft); members that only it
 // connected to are then failed with ErrUnreachable.
 func (r *router) event(ev directory.Event) error {
 	r.mu.Lock()
@@ -83,7 +85,7 @@ func (r *router) event(ev directory.Event) error {
 		delete(r.applied, p)
 		delete(r.cut, p)
 		if p != r.self {
-			r.eng.RemovePeer(engine.ProcID(p), &PeerDownError{Proc: ProcID(p), Reason: ev.Reason})
+			r.eng.PeerLeft(engine.ProcID(p), &PeerDownError{Proc: ProcID(p), Reason: ev.Reason})
 		}
 	}
 	return r.applyLocked()

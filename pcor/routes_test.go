@@ -34,6 +34,10 @@ func (s *sinkLog) RemovePeer(p engine.ProcID, err error) {
 	s.errs[p] = err
 }
 
+// PeerLeft is logged as a removal: the engine removes the peer, once
+// what it sent before it left has been taken.
+func (s *sinkLog) PeerLeft(p engine.ProcID, err error) { s.RemovePeer(p, err) }
+
 func (s *sinkLog) take() []string {
 	c := s.calls
 	s.calls = nil

@@ -199,6 +199,9 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 		if h.Flags&wire.FlagReliable != 0 && d.holdUnknown(&h) {
 			return
 		}
+		if h.Kind == wire.Bye {
+			return // the goodbye of a process already forgotten
+		}
 		d.c.drops[DropUnknownPeer].Add(1)
 		return
 	}
@@ -248,6 +251,12 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 	case wire.Hello:
 		p.owesAck()
 		d.touch(p)
+	case wire.Bye:
+		if a, err := wire.DecodeAck(body); err == nil {
+			d.c.acksRecv.Add(1)
+			p.onAck(&a, d)
+		}
+		e.onBye(p)
 	}
 }
 

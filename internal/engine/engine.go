@@ -171,6 +171,10 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 		fwd[0].minSize = 0
 	}
 	if p := e.peer(proc); p != nil {
+		// A process that left and joins again is a new peer.
+		e.finishLeave(p)
+	}
+	if p := e.peer(proc); p != nil {
 		// Keep the route objects that did not change, so that messages
 		// under way on them are not disturbed.
 		if old := p.routes.Load(); old != nil {
@@ -266,12 +270,29 @@ func socketSlowStart(f any, maxDg int) int {
 // RemovePeer forgets process proc: its pending sends, and receives
 // waiting specifically on it, fail with err (ErrPeerDown if nil).
 func (e *Engine) RemovePeer(proc ProcID, err error) {
-	if err == nil {
-		err = &PeerDownError{Proc: proc}
-	}
+	e.removePeer(proc, nil, err)
+}
+
+// removePeer is RemovePeer; with only set, it does nothing unless only is
+// still proc's peer.
+func (e *Engine) removePeer(proc ProcID, only *peer, err error) {
 	e.peersMu.Lock()
 	old := *e.peers.Load()
 	p := old[proc]
+	if only != nil && p != only {
+		e.peersMu.Unlock()
+		return
+	}
+	if p != nil && p.leaveErr != nil {
+		if err == nil {
+			err = p.leaveErr
+		}
+		p.leaveErr = nil
+		p.leaveTimer.Stop()
+	}
+	if err == nil {
+		err = &PeerDownError{Proc: proc}
+	}
 	if p != nil {
 		m := make(map[ProcID]*peer, len(old))
 		for k, v := range old {
@@ -384,14 +405,19 @@ func (e *Engine) Close() error {
 		e.flushDeferred()
 		e.lingerPosted()
 		e.flushReliable()
-		// Acknowledge what arrived, so that senders of messages this
-		// process received do not see it as lost.
+		// Say goodbye to the peers that sent this process data, with the
+		// acknowledgement of what arrived, so that they do not see it as
+		// lost, even when an earlier acknowledgement is still on its way
+		// (leave.go). (Data on the reliable path is not acknowledged.)
 		for _, p := range *e.peers.Load() {
 			p.rxmu.Lock()
-			pending := p.rx.ackPending
 			var a wire.AckBody
-			if pending {
+			owed := p.rx.ackPending
+			bye := owed || p.rx.maxSeen > 0
+			if owed {
 				p.takeAckLocked(&a)
+			} else {
+				p.rx.ack(&a)
 			}
 			if p.ackTimer != nil {
 				p.ackTimer.Stop()
@@ -400,12 +426,20 @@ func (e *Engine) Close() error {
 				p.watch.Stop()
 			}
 			p.rxmu.Unlock()
-			if pending {
-				p.sendAck(&a)
+			if bye {
+				p.sendGoodbye(&a, owed)
 			}
 		}
 		e.closed.Store(true)
 		close(e.closing)
+		// No leave waits any more (PeerLeft sees the engine closed).
+		e.peersMu.Lock()
+		for _, p := range *e.peers.Load() {
+			if p.leaveTimer != nil {
+				p.leaveTimer.Stop()
+			}
+		}
+		e.peersMu.Unlock()
 		e.portsMu.Lock()
 		ports := append([]*dispatcher(nil), e.ports...)
 		e.portsMu.Unlock()

@@ -120,6 +120,13 @@ type peer struct {
 	// lostErr is the error the peer was failed with when its fabric
 	// reported it gone (peerLost); receives naming it fail with it too.
 	lostErr atomic.Pointer[PeerDownError]
+
+	// The process leaving (leave.go), guarded by e.peersMu: leaveErr,
+	// it was announced gone and its removal waits for its goodbye, or
+	// leaveTimer; bye, its goodbye came.
+	leaveErr   error
+	leaveTimer *time.Timer
+	bye        bool
 }
 
 func newPeer(e *Engine, proc ProcID) *peer {

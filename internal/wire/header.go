@@ -93,8 +93,11 @@ const (
 	// message MsgID: Seq names the refused fragment, Total carries the
 	// destination's largest message. The sender fails the message and
 	// sends its fragments again as aborts.
-	Refuse  Kind = 6
-	kindEnd Kind = 7
+	Refuse Kind = 6
+	// Bye is the last datagram a closing process sends a peer; the body
+	// is an AckBody, the acknowledgement of all it received.
+	Bye     Kind = 7
+	kindEnd Kind = 8
 )
 
 func (k Kind) String() string {
@@ -111,6 +114,8 @@ func (k Kind) String() string {
 		return "hello"
 	case Refuse:
 		return "refuse"
+	case Bye:
+		return "bye"
 	}
 	return "unknown"
 }
