@@ -68,7 +68,10 @@ func TestRecvWhileLastCompletes(t *testing.T) {
 		}
 		last := ep.recv
 		if i == 1 {
-			// A completion under way: signalled, not yet done.
+			// A completion under way: signalled, not yet done. The
+			// real one is waited out first, so that its late store of
+			// the state cannot end the pretended one.
+			last.completed()
 			last.state.Store(stateClaimed)
 		}
 		got := make(chan string, 1)
