@@ -242,7 +242,7 @@ func (e *Engine) newRoute(sp RouteSpec) (*route, error) {
 	if maxDg < wire.HeaderSize+minFragSize {
 		return nil, fmt.Errorf("pcor: datagrams of %d bytes are too small", maxDg)
 	}
-	return &route{disp: d, ep: fep, maxDg: maxDg, minSize: sp.MinSize, ssCap: socketSlowStart(d.fab, maxDg)}, nil
+	return &route{disp: d, ep: fep, maxDg: maxDg, minSize: sp.MinSize, ssRoom: socketSlowStart(d.fab)}, nil
 }
 
 // socketBuffered is implemented by ports whose datagrams wait in a socket
@@ -251,20 +251,33 @@ type socketBuffered interface {
 	SocketBuffers() (recv, send int)
 }
 
-// socketSlowStart returns the bound of a first slow start over port f for
-// datagrams of maxDg bytes: half of what its socket receive buffer holds,
-// taken as the peer's (both ends ask for the same size). Slow start
-// doubles the window every round trip until a loss, so on loopback,
-// where nothing else limits it, it ran to 850 fragments of 64 KiB
-// against a buffer that holds about 250, and the burst of losses that
-// ended it cost hundreds of retransmissions. 0: no bound.
-func socketSlowStart(f any, maxDg int) int {
+// socketSlowStart returns the room a first slow start over port f may
+// fill, in bytes: half of its socket receive buffer, taken as the peer's
+// (both ends ask for the same size). Slow start doubles the window every
+// round trip until a loss, so on loopback, where nothing else limits it,
+// it ran to 850 fragments of 64 KiB against a buffer that holds about
+// 250, and the burst of losses that ended it cost hundreds of
+// retransmissions. 0: no bound.
+func socketSlowStart(f any) int {
 	sb, ok := f.(socketBuffered)
-	if !ok || maxDg <= 0 {
+	if !ok {
 		return 0
 	}
 	recv, _ := sb.SocketBuffers()
-	return max(recv/maxDg/2, initialCwnd)
+	return recv / 2
+}
+
+// slowStartCap is the bound of a first slow start (in datagrams) that
+// room bytes set for a stream whose first message goes in datagrams
+// carrying fragSize bytes (the message's length, if it fits in one): a stream of small messages, whose datagrams the buffer
+// holds many more of, is bounded by as many of them, not by as many
+// datagrams as fit at the largest size (which cut the batches of a 64 B
+// message stream by three). 0: no bound.
+func slowStartCap(room, fragSize int) float64 {
+	if room <= 0 {
+		return 0
+	}
+	return float64(max(room/(fragSize+wire.HeaderSize), initialCwnd))
 }
 
 // RemovePeer forgets process proc: its pending sends, and receives

@@ -16,10 +16,10 @@ type route struct {
 	ep      fabric.Endpoint
 	maxDg   int
 	minSize int64
-	// ssCap bounds a stream's first slow start on this route (0: no
-	// bound): half the datagrams of maxDg bytes the port's socket receive
-	// buffer holds (see socketSlowStart).
-	ssCap int
+	// ssRoom bounds a stream's first slow start on this route (0: no
+	// bound): half the bytes the port's socket receive buffer holds, in
+	// datagrams of the first message's fragments (see socketSlowStart).
+	ssRoom int
 }
 
 // routeSet is a peer's routes by increasing minSize; the first takes

@@ -583,11 +583,11 @@ func TestSlowStartBoundedBySocket(t *testing.T) {
 		e0, e1 := pair(t, &bufferedPort{a, recv}, &bufferedPort{b, recv}, Config{})
 		p := e0.peer(1)
 		maxDg := p.routes.Load().pick(0).maxDg
-		want := float64(recv / maxDg / 2)
+		want := float64(recv / 2 / maxDg)
 		if want <= initialCwnd || want >= float64(e0.cfg.Window) {
 			t.Fatalf("test assumes a bound between %d and %d, have %v", initialCwnd, e0.cfg.Window, want)
 		}
-		exchange(t, e0, e1, 1, pattern(4*maxDg, 1))
+		exchange(t, e0, e1, 1, pattern(4*(maxDg-wire.HeaderSize), 1)) // four full fragments
 		p.mu.Lock()
 		got := p.tx.ssthresh
 		p.mu.Unlock()
@@ -600,5 +600,26 @@ func TestSlowStartBoundedBySocket(t *testing.T) {
 			continue
 		}
 		t.Fatalf("ssthresh %v after the first message, want %v (half of %d B of socket buffer in datagrams of %d B)", got, want, recv, maxDg)
+	}
+}
+
+// A stream whose first message is small is bounded by as many datagrams
+// of that size as half the socket buffer holds, not by as many of the
+// largest: a bound in large datagrams cut a 64 B message stream's batches
+// by three.
+func TestSlowStartSmallFirstMessage(t *testing.T) {
+	const recv = 16 << 20
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	e0, e1 := pair(t, &bufferedPort{a, recv}, &bufferedPort{b, recv}, Config{})
+	p := e0.peer(1)
+	maxDg := p.routes.Load().pick(0).maxDg
+	exchange(t, e0, e1, 1, pattern(64, 1))
+	p.mu.Lock()
+	got := p.tx.ssthresh
+	p.mu.Unlock()
+	if large := float64(recv / maxDg / 2); got <= large {
+		t.Fatalf("ssthresh %v after a 64 B first message: bounded as if its datagrams were of %d B (%v)", got, maxDg, large)
 	}
 }

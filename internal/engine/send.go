@@ -168,12 +168,14 @@ func (p *peer) fillLocked(b *batch, rs routeSet, now int64) {
 			r.msgID = t.nextMsgID
 			t.nextMsgID++
 			r.rt = rs.pick(int64(len(r.data)))
-			if c := float64(r.rt.ssCap); c > 0 && t.ssthresh > c && !t.ssBounded {
-				t.ssthresh = c // the first slow start stops short of the socket's room
-			}
-			t.ssBounded = true
 			r.fragSize = fragSizeFor(uint64(len(r.data)), r.rt.maxDg-wire.HeaderSize)
 			r.nfrag = uint32(wire.FragCount(uint64(len(r.data)), r.fragSize))
+			if !t.ssBounded {
+				t.ssBounded = true
+				if c := slowStartCap(r.rt.ssRoom, min(int(r.fragSize), len(r.data))); c > 0 && t.ssthresh > c {
+					t.ssthresh = c // the first slow start stops short of the socket's room
+				}
+			}
 		}
 		t.push(txEntry{seq: t.nextSeq, req: r, msgID: r.msgID, frag: r.nextFrag, kind: wire.Data, sentAt: now})
 		t.nextSeq++

@@ -45,7 +45,7 @@ type txStream struct {
 	cwnd       float64
 	ssthresh   float64
 	recoverSeq uint64
-	// ssBounded: the first message's route bounded ssthresh (route.ssCap)
+	// ssBounded: the first message's route bounded ssthresh (route.ssRoom)
 	ssBounded  bool
 	lossRun    int    // fragments found lost in the current round trip
 	lossRunEnd uint64 // the round trip ends with losses at or above this seq
