@@ -203,19 +203,23 @@ func (p *peer) delayedAck() {
 
 // sendAck transmits acknowledgement a on the peer's control route.
 func (p *peer) sendAck(a *wire.AckBody) {
-	e := p.e
-	rt := p.ctrl()
-	if rt == nil {
-		return
+	if rt := p.ctrl(); rt != nil {
+		p.sendAckAs(rt, wire.Ack, a)
+		rt.disp.c.acksSent.Add(1)
 	}
+}
+
+// sendAckAs transmits a datagram of kind k (Ack, Bye) whose body is
+// acknowledgement a, on route rt.
+func (p *peer) sendAckAs(rt *route, k wire.Kind, a *wire.AckBody) {
+	e := p.e
 	b := e.getBatch()
 	body := a.Put(b.ackScratch(0))
 	head := b.heads[0][:]
-	h := wire.Header{Kind: wire.Ack, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(p.proc), Hops: wire.DefaultHops,
+	h := wire.Header{Kind: k, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(p.proc), Hops: wire.DefaultHops,
 		SrcInc: e.inc, DstInc: p.inc.Load()}
 	h.Encode(head, body)
 	b.dgs = append(b.dgs, fabric.Datagram{Head: head, Body: body, To: rt.ep})
 	e.transmit(rt.disp, b.dgs)
-	rt.disp.c.acksSent.Add(1)
 	e.putBatch(b)
 }

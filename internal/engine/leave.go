@@ -3,7 +3,6 @@ package engine
 import (
 	"time"
 
-	"github.com/pcor-go/pcor/fabric"
 	"github.com/pcor-go/pcor/internal/wire"
 )
 
@@ -95,22 +94,13 @@ func (e *Engine) finishLeave(p *peer) {
 // sendGoodbye sends the peer a Bye carrying the acknowledgement a, on its
 // control route (Close); owed: a was due, and counts as one sent.
 func (p *peer) sendGoodbye(a *wire.AckBody, owed bool) {
-	e := p.e
 	rt := p.ctrl()
 	if rt == nil {
 		return
 	}
 	a.Echo = noEcho // no round trip to measure: it may have waited
-	b := e.getBatch()
-	body := a.Put(b.ackScratch(0))
-	head := b.heads[0][:]
-	h := wire.Header{Kind: wire.Bye, JobKey: e.cfg.JobKey, SrcProc: uint32(e.cfg.Proc), DstProc: uint32(p.proc), Hops: wire.DefaultHops,
-		SrcInc: e.inc, DstInc: p.inc.Load()}
-	h.Encode(head, body)
-	b.dgs = append(b.dgs, fabric.Datagram{Head: head, Body: body, To: rt.ep})
-	e.transmit(rt.disp, b.dgs)
+	p.sendAckAs(rt, wire.Bye, a)
 	if owed {
 		rt.disp.c.acksSent.Add(1)
 	}
-	e.putBatch(b)
 }
