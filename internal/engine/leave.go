@@ -20,7 +20,7 @@ import (
 // pending, has for its goodbye to be taken before they fail. It is
 // generous: this process may be slow to read its port (a loaded machine;
 // half a second was seen), and only a process that died waits it out.
-const leaveGrace = 2 * time.Second
+var leaveGrace = 2 * time.Second // a variable for tests
 
 // PeerLeft removes process proc, which left the job, as RemovePeer does
 // with err (ErrPeerDown if nil), but once what it sent before it left has

@@ -45,6 +45,43 @@ func TestPeerLeftTakesGoodbye(t *testing.T) {
 	}
 }
 
+// The goodbye ends the wait of a removal: a peer announced gone while a
+// send to it was pending is removed once its goodbye has been taken, not
+// after the grace (made an hour here).
+func TestGoodbyeEndsLeaveWait(t *testing.T) {
+	grace := leaveGrace
+	leaveGrace = time.Hour
+	t.Cleanup(func() { leaveGrace = grace })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	e0, e1 := memPair(t, Config{UnreachableTimeout: time.Hour})
+	s := e0.newSend(3, 1, 4, 9, pattern(1<<20, 1))
+	e0.post(s)
+	e0.PeerLeft(1, &PeerDownError{Proc: 1, Reason: "left"})
+	p := e0.peer(1)
+	e0.peersMu.Lock()
+	waiting := p != nil && p.leaveErr != nil
+	e0.peersMu.Unlock()
+	if !waiting {
+		t.Fatal("PeerLeft did not wait for the goodbye of a peer with a 1 MiB send pending")
+	}
+	r := e1.newRecv(4, 0, 3, 9, nil)
+	e1.post(r)
+	if err := r.Wait(ctx); err != nil {
+		t.Fatalf("recv: %v", err)
+	}
+	e1.Close()
+	if err := s.Wait(ctx); err != nil {
+		t.Fatalf("send of a message received: %v", err)
+	}
+	for e0.peer(1) != nil {
+		if ctx.Err() != nil {
+			t.Fatal("the peer that said goodbye was not removed in 10 s (its removal waited for the grace)")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // deadPeer returns an engine (proc 0) whose peer 1 is a port nobody reads:
 // a process that died without a word.
 func deadPeer(t *testing.T) (*Engine, *mem.Network) {
