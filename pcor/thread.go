@@ -17,15 +17,11 @@ type Thread struct {
 
 // Request is a pending non-blocking send or receive.
 type Request struct {
-	r   *engine.Request
-	err error // a request refused before it was posted (r is nil): done, with err
+	r *engine.Request
 }
 
 // refused returns a request done with err, posted nowhere.
-func refused(err error) *Request { return &Request{err: err} }
-
-// closedDone is the Done channel of refused requests.
-var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+func refused(err error) *Request { return &Request{r: engine.FailedRequest(err)} }
 
 // badSend reports why a send cannot be made: this endpoint cannot be,
 // the destination is a wildcard, or the tag is negative.
@@ -117,8 +113,8 @@ func (t *Thread) Node() *Node { return t.node }
 // returns, as for a copied message; otherwise, and for larger messages,
 // the request completes once the message is accepted.
 func (t *Thread) Isend(dst Addr, tag Tag, data []byte) *Request {
-	if t.err != nil || tag < 0 || dst.Proc == AnyProc || dst.Thread == AnyThread {
-		return refused(t.badSend(dst, tag))
+	if err := t.badSend(dst, tag); err != nil {
+		return refused(err)
 	}
 	r := t.ep.IsendCopy(engine.ProcID(dst.Proc), engine.ThreadID(dst.Thread), engine.Tag(tag), data)
 	if r.Copied() {
@@ -155,8 +151,8 @@ func (t *Thread) Ssend(ctx context.Context, dst Addr, tag Tag, data []byte) erro
 // passiveEvery-th one of at most EagerLimit bytes to another process is
 // timed as a passive sample.
 func (t *Thread) send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
-	if t.err != nil || tag < 0 || dst.Proc == AnyProc || dst.Thread == AnyThread {
-		return t.badSend(dst, tag)
+	if err := t.badSend(dst, tag); err != nil {
+		return err
 	}
 	if !t.node.passive || len(data) > engine.EagerLimit || dst.Proc == t.node.Proc() ||
 		t.node.sends.Add(1)%passiveEvery != 0 {
@@ -187,7 +183,7 @@ func (t *Thread) Irecv(src Addr, tag Tag, buf []byte) *Request {
 // before). A nil r, a send's request, or one not yet completed is left
 // alone and IrecvReuse returns a new request, as Irecv.
 func (t *Thread) IrecvReuse(r *Request, src Addr, tag Tag, buf []byte) *Request {
-	if r == nil || r.r == nil {
+	if r == nil {
 		return t.Irecv(src, tag, buf)
 	}
 	if err := t.badRecv(tag); err != nil {
@@ -249,21 +245,13 @@ func status(st engine.Status) Status {
 
 // Test reports whether the request completed, and its error.
 func (r *Request) Test() (bool, error) {
-	if r.r == nil {
-		return true, r.err
-	}
 	done, err := r.r.Test()
 	return done, apiError(err)
 }
 
 // Wait blocks until the request completes or ctx ends; ending ctx stops
 // the wait only (see Cancel).
-func (r *Request) Wait(ctx context.Context) error {
-	if r.r == nil {
-		return r.err
-	}
-	return apiError(r.r.Wait(ctx))
-}
+func (r *Request) Wait(ctx context.Context) error { return apiError(r.r.Wait(ctx)) }
 
 // Done delivers one value when the request completes; then Test and Wait
 // report its outcome. A goroutine that selects on Done waits outside the
@@ -274,24 +262,10 @@ func (r *Request) Wait(ctx context.Context) error {
 // long and whose completion is not on a hurried path, such as a receive
 // posted to learn that a peer went down. The request of a send Isend
 // copied is done already: its Done channel is closed.
-func (r *Request) Done() <-chan struct{} {
-	if r.r == nil {
-		return closedDone
-	}
-	return r.r.Done()
-}
+func (r *Request) Done() <-chan struct{} { return r.r.Done() }
 
 // Cancel withdraws the request if it has not completed.
-func (r *Request) Cancel() {
-	if r.r != nil {
-		r.r.Cancel()
-	}
-}
+func (r *Request) Cancel() { r.r.Cancel() }
 
 // Message is the received message once a receive completed.
-func (r *Request) Message() Message {
-	if r.r == nil {
-		return Message{}
-	}
-	return message(r.r)
-}
+func (r *Request) Message() Message { return message(r.r) }

@@ -117,6 +117,15 @@ var copiedSend = func() *Request {
 // CopiedSend is the request IsendCopy returns for a message it copied.
 func CopiedSend() *Request { return copiedSend }
 
+// FailedRequest returns a request that is done with err, posted nowhere:
+// what an API layer hands back for a call it refused, so that its
+// requests are all of one kind.
+func FailedRequest(err error) *Request {
+	r := &Request{err: err}
+	r.state.Store(stateDone)
+	return r
+}
+
 // Copied reports whether r is the request IsendCopy returns for a message
 // it copied.
 func (r *Request) Copied() bool { return r == copiedSend }
