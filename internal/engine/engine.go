@@ -269,10 +269,11 @@ func socketSlowStart(f any) int {
 
 // slowStartCap is the bound of a first slow start (in datagrams) that
 // room bytes set for a stream whose first message goes in datagrams
-// carrying fragSize bytes (the message's length, if it fits in one): a stream of small messages, whose datagrams the buffer
-// holds many more of, is bounded by as many of them, not by as many
-// datagrams as fit at the largest size (which cut the batches of a 64 B
-// message stream by three). 0: no bound.
+// carrying fragSize bytes (the message's length, if it fits in one): a
+// stream of small messages, whose datagrams the buffer holds many more
+// of, is bounded by as many of them, not by as many datagrams as fit at
+// the largest size (which cut the batches of a 64 B message stream by
+// three). 0: no bound.
 func slowStartCap(room, fragSize int) float64 {
 	if room <= 0 {
 		return 0

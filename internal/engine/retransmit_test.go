@@ -571,18 +571,26 @@ type bufferedPort struct {
 
 func (p *bufferedPort) SocketBuffers() (recv, send int) { return p.recv, p.recv }
 
+// bufferedPair returns two engines over ports whose socket receive
+// buffers hold recv bytes, engine 0's peer 1, and the largest datagram of
+// its route.
+func bufferedPair(t *testing.T, recv int) (e0, e1 *Engine, p *peer, maxDg int) {
+	t.Helper()
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	e0, e1 = pair(t, &bufferedPort{a, recv}, &bufferedPort{b, recv}, Config{})
+	p = e0.peer(1)
+	return e0, e1, p, p.routes.Load().pick(0).maxDg
+}
+
 // A stream's first slow start stops at half the datagrams its port's
 // socket receive buffer holds, rather than doubling the window until a
 // burst of losses; after that the window grows a fragment a round trip.
 func TestSlowStartBoundedBySocket(t *testing.T) {
 	const recv = 16 << 20
 	for try := 1; ; try++ {
-		n := mem.NewNetwork()
-		a, _ := n.Listen("a")
-		b, _ := n.Listen("b")
-		e0, e1 := pair(t, &bufferedPort{a, recv}, &bufferedPort{b, recv}, Config{})
-		p := e0.peer(1)
-		maxDg := p.routes.Load().pick(0).maxDg
+		e0, e1, p, maxDg := bufferedPair(t, recv)
 		want := float64(recv / 2 / maxDg)
 		if want <= initialCwnd || want >= float64(e0.cfg.Window) {
 			t.Fatalf("test assumes a bound between %d and %d, have %v", initialCwnd, e0.cfg.Window, want)
@@ -609,12 +617,7 @@ func TestSlowStartBoundedBySocket(t *testing.T) {
 // by three.
 func TestSlowStartSmallFirstMessage(t *testing.T) {
 	const recv = 16 << 20
-	n := mem.NewNetwork()
-	a, _ := n.Listen("a")
-	b, _ := n.Listen("b")
-	e0, e1 := pair(t, &bufferedPort{a, recv}, &bufferedPort{b, recv}, Config{})
-	p := e0.peer(1)
-	maxDg := p.routes.Load().pick(0).maxDg
+	e0, e1, p, maxDg := bufferedPair(t, recv)
 	exchange(t, e0, e1, 1, pattern(64, 1))
 	p.mu.Lock()
 	got := p.tx.ssthresh
