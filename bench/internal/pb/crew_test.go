@@ -112,3 +112,43 @@ func TestCrew(t *testing.T) {
 		t.Errorf("%d goroutines after close, %d before", g, before)
 	}
 }
+
+// wait returns only once every member has ended its round, however late
+// the last ones end, and reports the round's first error: the members
+// count down, and the one that ends the round signals it.
+func TestCrewWaitsForAll(t *testing.T) {
+	const n = 64
+	var ended atomic.Int32
+	boom := errors.New("boom")
+	c := newCrew(n, func(i int) func(ctx context.Context, k int) error {
+		return func(ctx context.Context, k int) error {
+			defer ended.Add(1)
+			if i%8 == 0 {
+				// Some members end late: after the others have all
+				// ended, or after a bound.
+				deadline := time.Now().Add(10 * time.Second)
+				for ended.Load() < n-n/8 && time.Now().Before(deadline) {
+					runtime.Gosched()
+				}
+			}
+			if k == 1 && i == n-1 {
+				return boom
+			}
+			return nil
+		}
+	})
+	defer c.close()
+	for round := range 2 {
+		ended.Store(0)
+		ctx, cancel := context.WithCancel(context.Background())
+		c.start(ctx, cancel, round)
+		err := c.wait()
+		if got := ended.Load(); got != n {
+			t.Fatalf("round %d: wait returned with %d of %d members ended", round, got, n)
+		}
+		if round == 0 && err != nil || round == 1 && !errors.Is(err, boom) {
+			t.Fatalf("round %d: error %v", round, err)
+		}
+		cancel()
+	}
+}
