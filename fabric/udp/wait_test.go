@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -294,6 +295,52 @@ func TestPollLeavesPoller(t *testing.T) {
 	}
 	if !p.pl.on {
 		t.Fatal("not watched after Receive")
+	}
+}
+
+// epollTargets lists the descriptors the epoll instance epfd watches, as
+// /proc/self/fdinfo shows them.
+func epollTargets(t *testing.T, epfd int) []int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/self/fdinfo/%d", epfd))
+	if err != nil {
+		t.Skipf("no fdinfo: %v", err)
+	}
+	var fds []int
+	for _, line := range strings.Split(string(b), "\n") {
+		var fd int
+		if _, err := fmt.Sscanf(line, "tfd: %d", &fd); err == nil {
+			fds = append(fds, fd)
+		}
+	}
+	return fds
+}
+
+// While the port is polled or waited on, its socket is removed from the
+// private epoll instance, not left in it with no events: an entry with no
+// events still sits on the socket's wait queue, and every datagram sent
+// or received then runs the epoll callback (a tenth of a small send on
+// loopback). Receive puts it back.
+func TestPolledSocketOffWaitQueue(t *testing.T) {
+	p := listen(t, "127.0.0.1:0", Config{})
+	if got := epollTargets(t, p.pl.epfd); len(got) != 1 || got[0] != p.fd {
+		t.Fatalf("a new port's instance watches %v, want [%d]", got, p.fd)
+	}
+	msgs := make([][]byte, 1)
+	if _, err := p.Poll(msgs); err != nil {
+		t.Fatal(err)
+	}
+	if got := epollTargets(t, p.pl.epfd); len(got) != 0 {
+		t.Fatalf("while polled the instance still holds %v", got)
+	}
+	p.Wait(msgs, time.Now().Add(time.Millisecond))
+	if got := epollTargets(t, p.pl.epfd); len(got) != 0 {
+		t.Fatalf("after Wait the instance still holds %v", got)
+	}
+	p.SetReceiveDeadline(time.Now().Add(time.Millisecond))
+	p.Receive(msgs)
+	if got := epollTargets(t, p.pl.epfd); len(got) != 1 || got[0] != p.fd {
+		t.Fatalf("after Receive the instance watches %v, want [%d]", got, p.fd)
 	}
 }
 
