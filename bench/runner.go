@@ -107,6 +107,7 @@ func (s *pcorSide) job(r *runner, kind string, size int) peer.Job {
 }
 
 func (s *pcorSide) close() error {
+	s.near.Close()
 	if s.own {
 		s.host.Close()
 	}

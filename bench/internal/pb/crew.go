@@ -78,14 +78,6 @@ func newCrew(n int, mk func(i int) func(ctx context.Context, k int) error) *crew
 	return c
 }
 
-// size is the number of members.
-func (c *crew) size() int {
-	if c == nil {
-		return 0
-	}
-	return len(c.starts)
-}
-
 // ok reports whether c can serve another round: no round's context has
 // ended its own.
 func (c *crew) ok() bool { return c != nil && c.ctx.Err() == nil }

@@ -20,9 +20,15 @@ type Near struct {
 	jobs       uint32
 	send, recv []byte
 
-	// The receivers of contention rounds (see crew), for the job of
-	// process recvFar, and the size of the messages of the round.
-	recvers  *crew
+	// The receivers of contention rounds (see crew), one crew per thread
+	// count, and the process and the message size of the round. A crew
+	// serves every sample of its count, whatever far job it is: it was
+	// made anew for each sample, so that a timed round was the second its
+	// threads ever ran, and they paid there what a thread pays once (the
+	// engine's watch of a context a thread waits with twice, made at its
+	// second wait: at 1,000 threads, 1,000 of them registered on one
+	// context inside the timed round, against one for a single thread).
+	crews    map[int]*crew
 	recvFar  pcor.ProcID
 	recvSize int
 }
@@ -69,12 +75,18 @@ func (n *Near) Connect(ctx context.Context, host peer.Host, job peer.Job) error 
 // Disconnect stops the far job and forgets its process.
 func (n *Near) Disconnect(ctx context.Context, host peer.Host) error {
 	err := host.Stop(ctx)
-	n.recvers.close()
-	n.recvers = nil
 	if n.Far.Proc != n.Node.Proc() {
 		n.Node.RemovePeer(n.Far.Proc, nil)
 	}
 	return err
+}
+
+// Close ends the receivers kept for contention rounds.
+func (n *Near) Close() {
+	for k, c := range n.crews {
+		c.close()
+		delete(n.crews, k)
+	}
 }
 
 func (n *Near) check(size int) error {
@@ -148,7 +160,8 @@ func (n *Near) Stream(ctx context.Context, size, window int, dur time.Duration) 
 // started on host: threads receivers each take perThread messages of size
 // bytes from their own sender, all at once. The time runs from the start
 // order to the last message received. The receiving goroutines are kept
-// from one round to the next while the job runs (see crew).
+// for every round of their thread count, from one far job to the next
+// (see crew and Near.crews), until Close.
 func (n *Near) Contention(ctx context.Context, host peer.Host, threads, perThread, size int) (raw.Sample, error) {
 	if err := n.check(size); err != nil {
 		return raw.Sample{}, err
@@ -156,19 +169,23 @@ func (n *Near) Contention(ctx context.Context, host peer.Host, threads, perThrea
 	if threads < 1 {
 		return raw.Sample{}, fmt.Errorf("pb: contention: %d threads", threads)
 	}
-	if n.recvers.size() != threads || n.recvFar != n.Far.Proc || !n.recvers.ok() {
-		n.recvers.close()
-		n.recvers = newCrew(threads, n.receiver(threads))
-		n.recvFar = n.Far.Proc
+	c := n.crews[threads]
+	if !c.ok() {
+		c.close()
+		c = newCrew(threads, n.receiver(threads))
+		if n.crews == nil {
+			n.crews = make(map[int]*crew)
+		}
+		n.crews[threads] = c
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	n.recvSize = size
+	n.recvFar, n.recvSize = n.Far.Proc, size
 	start := time.Now()
-	n.recvers.start(ctx, cancel, perThread)
+	c.start(ctx, cancel, perThread)
 	goErr := make(chan error, 1)
 	go func() { goErr <- host.Go(ctx, perThread) }()
-	err := n.recvers.wait()
+	err := c.wait()
 	el := time.Since(start)
 	if gerr := <-goErr; gerr != nil {
 		return raw.Sample{}, gerr
@@ -185,9 +202,9 @@ func (n *Near) Contention(ctx context.Context, host peer.Host, threads, perThrea
 func (n *Near) receiver(threads int) func(i int) func(ctx context.Context, k int) error {
 	return func(i int) func(ctx context.Context, k int) error {
 		t := n.Node.Thread(ContentionBase + pcor.ThreadID(i))
-		src := pcor.Addr{Proc: n.Far.Proc, Thread: ContentionBase + pcor.ThreadID(threads+i)}
 		var buf []byte
 		return func(ctx context.Context, k int) error {
+			src := pcor.Addr{Proc: n.recvFar, Thread: ContentionBase + pcor.ThreadID(threads+i)}
 			size := n.recvSize
 			if len(buf) != size {
 				buf = make([]byte, size)

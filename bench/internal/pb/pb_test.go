@@ -77,7 +77,9 @@ func run(t *testing.T, shared bool, mode pcor.Mode) {
 		t.Fatal(err)
 	}
 
-	for _, threads := range []int{1, 50} {
+	defer n.Close()
+	var kept *crew
+	for i, threads := range []int{1, 50, 50} {
 		j := job("pcor-send", 64)
 		j.Threads = threads
 		if err := n.Connect(ctx, host, j); err != nil {
@@ -89,6 +91,14 @@ func run(t *testing.T, shared bool, mode pcor.Mode) {
 		}
 		if s.Messages != int64(threads*7) || s.Rate() <= 0 {
 			t.Fatalf("contention %d: %+v", threads, s)
+		}
+		// The receivers of a thread count serve its later samples, each
+		// with a far job of its own (a process of its own when not
+		// shared), as an application's threads live on.
+		if i == 1 {
+			kept = n.crews[threads]
+		} else if i == 2 && n.crews[threads] != kept {
+			t.Errorf("contention %d: a new crew of receivers for the second sample", threads)
 		}
 		if err := n.Disconnect(ctx, host); err != nil {
 			t.Fatal(err)
