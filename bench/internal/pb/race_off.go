@@ -1,0 +1,5 @@
+//go:build !race
+
+package pb
+
+const raceEnabled = false
