@@ -48,9 +48,9 @@ type Engine struct {
 	localQ       []*Request
 	localWaiting atomic.Int32
 
-	batches sync.Pool
-	posts   sync.Pool    // requests of posted sends
-	posted  atomic.Int64 // posted sends not yet acknowledged or failed
+	batches freeList[batch]
+	posts   freeList[Request] // requests of posted sends
+	posted  atomic.Int64      // posted sends not yet acknowledged or failed
 	// postedBytes is what they take (post.go)
 	postedBytes atomic.Int64
 	// deferring counts the peers with messages deferred for a bundle on
@@ -81,7 +81,6 @@ func New(cfg Config) (*Engine, error) {
 	e.table = newRecvTable(e.pool, cfg.Buckets)
 	m := map[ProcID]*peer{}
 	e.peers.Store(&m)
-	e.batches.New = func() any { return newBatch(64) }
 	return e, nil
 }
 
@@ -405,12 +404,21 @@ func (e *Engine) freeMCB(m *mcb) {
 	e.release(n)
 }
 
-func (e *Engine) getBatch() *batch { return e.batches.Get().(*batch) }
+func (e *Engine) getBatch() *batch {
+	if b := e.batches.get(); b != nil {
+		return b
+	}
+	return newBatch(64)
+}
 
 func (e *Engine) putBatch(b *batch) {
 	b.reset()
-	e.batches.Put(b)
+	e.batches.put(b, batchesKept)
 }
+
+// batchesKept is the number of free batches an engine keeps (see
+// freeList.put).
+const batchesKept = 64
 
 // Close stops the dispatchers, fails every pending request with ErrClosed
 // and releases the ports. It is idempotent.

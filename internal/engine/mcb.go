@@ -430,10 +430,16 @@ func (p *mcbPool) inUse() int {
 	return p.made - len(p.free) - len(p.ret)
 }
 
-// bufPool recycles small message buffers in power-of-two size classes.
+// bufPool recycles small message buffers in power-of-two size classes,
+// each buffer in a box (a *[]byte of its whole capacity) that goes with
+// it, so that keeping it allocates nothing.
 type bufPool struct {
-	classes [17]sync.Pool // 1 B .. 64 KiB
+	classes [17]freeList[[]byte] // 1 B .. 64 KiB
 }
+
+// bufClassKeep is the number of buffers of class c a bufPool keeps (see
+// freeList.put): about 256 KiB of each class, at least 16 buffers.
+func bufClassKeep(c int) int { return max(16, (256<<10)>>c) }
 
 // sizeClass returns the class of a buffer of n bytes (n > 0): the
 // smallest c with 1<<c >= n.
@@ -441,8 +447,8 @@ func sizeClass(n int) int {
 	return bits.Len(uint(n - 1))
 }
 
-// get returns a buffer of n bytes and, when it came from the pool, the
-// box that carried it (for put, so that returning it allocates nothing).
+// get returns a buffer of n bytes and the box that carries it (for put,
+// or nil for a buffer too large to keep).
 func (bp *bufPool) get(n int) ([]byte, *[]byte) {
 	if n == 0 {
 		return []byte{}, nil
@@ -451,11 +457,11 @@ func (bp *bufPool) get(n int) ([]byte, *[]byte) {
 	if c >= len(bp.classes) {
 		return make([]byte, n), nil
 	}
-	if v := bp.classes[c].Get(); v != nil {
-		box := v.(*[]byte)
+	if box := bp.classes[c].get(); box != nil {
 		return (*box)[:n], box
 	}
-	return make([]byte, n, 1<<c), nil
+	b := make([]byte, 1<<c)
+	return b[:n], &b
 }
 
 // put returns b, in its box if it has one.
@@ -472,5 +478,5 @@ func (bp *bufPool) put(b []byte, box *[]byte) {
 		box = new([]byte)
 	}
 	*box = b[:c]
-	bp.classes[k].Put(box)
+	bp.classes[k].put(box, bufClassKeep(k))
 }

@@ -46,7 +46,7 @@ func (e *Engine) Post(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag,
 	if len(data) > EagerLimit || dstProc == e.cfg.Proc {
 		return ErrTooLarge
 	}
-	r, _ := e.posts.Get().(*Request)
+	r := e.posts.get()
 	if r == nil {
 		// Nobody waits on a posted request (the caller gets its error,
 		// IsendCopy a shared request), so it has no done channel: reset
@@ -58,7 +58,14 @@ func (e *Engine) Post(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag,
 	r.refs.Store(1) // held until isend has returned: nobody frees r before
 	r.kind = sendReq
 	r.setSend(src, dstProc, dstThread, tag, nil)
-	r.data, r.box = e.bufs.get(len(data))
+	if r.box != nil && sizeClass(len(data)) == sizeClass(cap(*r.box)) {
+		r.data = (*r.box)[:len(data)] // the buffer of its last message
+	} else {
+		if r.box != nil {
+			e.bufs.put(*r.box, r.box)
+		}
+		r.data, r.box = e.bufs.get(len(data))
+	}
 	copy(r.data, data)
 	e.posted.Add(1)
 	e.postedBytes.Add(int64(cap(r.data)) + postCost)
@@ -86,7 +93,7 @@ func (e *Engine) lingerPosted() {
 	}
 }
 
-// free returns a posted request and its buffer to their pools once it has
+// free returns a posted request and its buffer to their free lists once it has
 // completed and no fragment in flight refers to it. It is called where
 // the last reference goes: under the peer's mutex when the entry leaves
 // the send stream, or by the one that failed the request after draining
@@ -103,10 +110,21 @@ func (r *Request) free() {
 	e := r.eng
 	e.posted.Add(-1)
 	e.postedBytes.Add(-int64(cap(r.data)) - postCost)
-	e.bufs.put(r.data, r.box)
-	r.data, r.box = nil, nil
-	e.posts.Put(r)
+	if cap(r.data) > keptData || r.box == nil {
+		e.bufs.put(r.data, r.box)
+		r.box = nil
+	}
+	r.data = nil
+	e.posts.put(r, postsKept)
 }
+
+// postsKept bounds the free posted requests an engine keeps (see
+// freeList.put): as many as maxPostedBytes lets be in flight, since a
+// stream of small copies runs that far ahead of its acknowledgements. A
+// request keeps its buffer of up to keptData bytes for its next message
+// of the same size class, so what the list holds is about what the posted
+// copies held at their most.
+const postsKept = maxPostedBytes / postCost
 
 // freedRefs marks a posted request that is back in the pool.
 const freedRefs = -1 << 30
