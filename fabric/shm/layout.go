@@ -10,7 +10,7 @@ import (
 // lines.
 const (
 	segMagic   = 0x31686d73726f6370 // "pcorshm1", little-endian
-	segVersion = 4
+	segVersion = 5
 
 	headerSize = 4096
 
@@ -25,7 +25,13 @@ const (
 	offHighWater = 36 // u32: slots ever claimed (receivers scan below it)
 	offSleeping  = 64 // u32: 1 while the receiver sleeps on its doorbell (bell_linux.go)
 
-	// Slot header fields, relative to the slot's start.
+	// Slot header fields, relative to the slot's start. The second cache
+	// line is written by the consumer (head), the fourth by a producer
+	// about to sleep (wantHead, takeWait); the third is left empty, so
+	// that neither shares a pair of lines with the other. A message itself
+	// crosses in the ring's bytes alone (see ring.put): the consumer reads
+	// no line the producer writes but the record's, and the producer reads
+	// the head only when the room it last saw runs out.
 	slotHeader   = 256
 	slotOwner    = 0   // u32: pid of the producing process, 0 when free
 	slotReleased = 4   // u32: 1 once the producer let go of the slot
@@ -35,14 +41,16 @@ const (
 	slotCMA      = 32  // u32: whether the consumer may read the producer's memory
 	slotHead     = 64  // u64: consumer position (bytes ever consumed)
 	slotRoomBell = 72  // u32: futex word the consumer bumps to wake a producer waiting for room
-	slotTail     = 128 // u64: producer position (bytes ever produced)
-	slotWantHead = 136 // u64: consumer position a sleeping producer waits for (0: none)
-	slotTakeWait = 144 // u32: producer threads asleep until the consumer takes what was written (WaitTaken)
+	slotWantHead = 192 // u64: consumer position a sleeping producer waits for (0: none)
+	slotTakeWait = 200 // u32: producer threads asleep until the consumer takes what was written (WaitTaken)
 
-	// Records in a ring: a u32 length, 4 bytes of padding, the bytes,
-	// padding to 8. A length of wrapMark sends the reader to the ring's
-	// start.
+	// Records in a ring: an 8-byte header, the bytes, padding to 8. The
+	// header holds the length in its low half and recordValid in its
+	// high half; a length of wrapMark sends the reader to the ring's
+	// start. A header of 0 is a record not yet written: the producer
+	// zeroes the header after a record before it stores the record's own.
 	recordHeader = 8
+	recordValid  = 1
 	wrapMark     = ^uint32(0)
 )
 

@@ -352,9 +352,7 @@ func claim(seg *segment) (*ring, error) {
 				break
 			}
 		}
-		r := newRing(seg, i)
-		r.pos = load64(seg.mem, base+slotTail)
-		return r, nil
+		return newRing(seg, i), nil
 	}
 	return nil, ErrNoSlot
 }
@@ -462,7 +460,7 @@ func (p *Port) sleep(intr bool, deadline time.Time) {
 func (p *Port) pending() bool {
 	hw := p.highWater()
 	for i := 0; i < hw; i++ {
-		if r := p.inRing(i); r != nil && !r.held && !r.empty() {
+		if r := p.inRing(i); r != nil && !r.held && !r.broken && !r.empty() {
 			return true
 		}
 	}
@@ -517,7 +515,7 @@ func (p *Port) collect(msgs [][]byte) int {
 		if r == nil {
 			r = p.inRing(i)
 		}
-		if r != nil && !r.held && !r.empty() {
+		if r != nil && !r.held && !r.broken && !r.empty() {
 			got, corrupt := r.take(msgs[n:], p.at[n:], p.cfg.MaxDatagram)
 			if got > 0 && !r.probed {
 				p.probe(r)
@@ -533,7 +531,7 @@ func (p *Port) collect(msgs [][]byte) int {
 				// from it until the producer is gone and the slot is
 				// reset.
 				p.st.corrupt.Add(1)
-				r.pos = load64(p.seg.mem, r.base+slotTail)
+				r.broken = true
 			}
 		}
 		if i++; i == hw {
@@ -560,7 +558,7 @@ func (p *Port) scanOwners() {
 			continue
 		}
 		r := p.inRing(i)
-		if r == nil || !r.empty() {
+		if r == nil || !r.broken && !r.empty() {
 			continue
 		}
 		if load32(mem, base+slotReleased) != 0 || !alive(owner, load64(mem, base+slotStart)) {

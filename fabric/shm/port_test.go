@@ -121,10 +121,11 @@ func TestWrapAround(t *testing.T) {
 		done <- nil
 	}()
 	msgs := make([][]byte, b.BatchSize())
+	deadline := time.Now().Add(60 * time.Second)
 	for i := 0; i < count; {
-		k, err := b.Receive(msgs)
+		k, err := b.Wait(msgs, deadline)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("after %d of %d datagrams: %v", i, count, err)
 		}
 		for _, m := range msgs[:k] {
 			n := (i * 997) % (cfg.MaxDatagram - 4)
@@ -338,6 +339,53 @@ func TestSlotReleasedOnClose(t *testing.T) {
 	}
 }
 
+// TestReusedSlotStartsEmpty: a slot freed by a sender that left and
+// claimed by the next holds the first sender's records still; the
+// receiver must find it empty until the new sender writes, and then read
+// the new sender's datagram alone.
+func TestReusedSlotStartsEmpty(t *testing.T) {
+	dir := testDir(t)
+	recv := listen(t, dir, "r", Config{Slots: 1})
+	to := recv.LocalEndpoint()
+	old := listen(t, dir, "old", Config{})
+	for i := 0; i < 3; i++ {
+		if _, err := old.Send([]fabric.Datagram{{Body: []byte("stale"), To: to}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recvN(t, recv, 3)
+	old.Close()
+	msgs := make([][]byte, recv.BatchSize())
+	deadline := time.Now().Add(20 * time.Second)
+	for recv.Stats().Reclaimed == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the receiver never freed the slot of the sender that left")
+		}
+		recv.scanDue.Store(true)
+		if n, err := recv.Poll(msgs); n != 0 || err != nil {
+			t.Fatalf("Poll before the slot was freed: %d, %v", n, err)
+		}
+	}
+	next := listen(t, dir, "next", Config{})
+	// The new sender claims the slot; the receiver looks before it writes.
+	if _, err := next.outTo(to.(Endpoint)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := recv.Poll(msgs); n != 0 || err != nil {
+		t.Fatalf("Poll of the reused slot before its sender wrote: %d, %v", n, err)
+	}
+	if _, err := next.Send([]fabric.Datagram{{Body: []byte("new"), To: to}}); err != nil {
+		t.Fatal(err)
+	}
+	got := recvN(t, recv, 1)
+	if string(got[0]) != "new" {
+		t.Fatalf("first datagram in the reused slot: %q, want \"new\"", got[0])
+	}
+	if n, err := recv.Poll(msgs); n != 0 || err != nil {
+		t.Fatalf("Poll after the new sender's only datagram: %d, %v", n, err)
+	}
+}
+
 // TestCorruptRing writes a record length no ring can hold into a sender's
 // slot: the receiver counts the ring as corrupt and neither panics nor
 // returns out-of-bounds memory.
@@ -349,9 +397,7 @@ func TestCorruptRing(t *testing.T) {
 	}
 	recvN(t, b, 1)
 	o := a.out["b"]
-	*u32at(o.r.data, int(o.r.pos&o.r.mask)) = 1 << 30
-	o.r.pos += 64
-	store64(o.r.mem, o.r.base+slotTail, o.r.pos)
+	*o.r.header(o.r.pos & o.r.mask) = recordWord(1 << 30)
 	n, err := b.Poll(make([][]byte, 8))
 	if err != nil || n != 0 {
 		t.Fatalf("Poll over a corrupt ring: %d, %v", n, err)

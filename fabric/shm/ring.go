@@ -12,16 +12,21 @@ type ring struct {
 	base int    // offset of the slot's header
 	data []byte // the slot's ring bytes
 	mask uint64
-	tail *uint64 // the slot's tail word
 
-	// Producer side: the position to write next (mirrors the tail).
+	// Producer side: the position to write next.
 	// Consumer side: the position to read next, and the position already
 	// published to the producer (the head).
 	pos       uint64
 	published uint64
+	// room (producer side): the head as last read. The producer reads
+	// the consumer's line again only when this says the ring is full.
+	room uint64
 	// held: the consumer gave a record back (Port.Hold); nothing more is
 	// read from this ring until the port resumes.
 	held bool
+	// broken: the producer wrote what cannot be a record; nothing more
+	// is read from this ring until its producer is gone and it is reset.
+	broken bool
 	// probed: the consumer has tried reading the producer's memory.
 	probed bool
 }
@@ -33,44 +38,64 @@ func newRing(s *segment, i int) *ring {
 		base: base,
 		data: s.mem[base+slotHeader : base+slotHeader+s.ringSize],
 		mask: uint64(s.ringSize - 1),
-		tail: u64at(s.mem, base+slotTail),
 	}
 }
 
 func (r *ring) size() uint64 { return uint64(len(r.data)) }
 
+// recordWord is the header of a record of n bytes.
+func recordWord(n uint32) uint64 { return recordValid<<32 | uint64(n) }
+
+// header returns the word at ring offset idx (a multiple of 8).
+func (r *ring) header(idx uint64) *uint64 { return u64at(r.data, int(idx)) }
+
 // put copies head and body into the ring as one record and publishes it.
 // It reports false, writing nothing, when the ring lacks room.
+//
+// The record's bytes and a zero header after them are written first, and
+// the record's own header last: a consumer that sees a header sees the
+// record whole, and at the position after it a zero header (nothing yet)
+// until the next record is published there. The consumer so learns of a
+// record from the record's cache line alone.
 func (r *ring) put(head, body []byte) bool {
 	n := len(head) + len(body)
 	need := recordSize(n)
-	if load64(r.mem, r.base+slotHead) < r.headFor(n) {
-		return false
-	}
 	idx := r.pos & r.mask
-	pad := uint64(0)
-	if idx+need > r.size() {
-		pad = r.size() - idx // skip to the ring's start
+	size := r.size()
+	at := idx // where the record goes
+	if idx+need > size {
+		at = 0 // skip to the ring's start
 	}
-	if pad > 0 {
-		*u32at(r.data, int(idx)) = wrapMark
-		r.pos += pad
-		idx = 0
+	end := r.pos + need + recordHeader
+	if at != idx {
+		end += size - idx
 	}
-	*u32at(r.data, int(idx)) = uint32(n)
-	copy(r.data[idx+recordHeader:], head)
-	copy(r.data[idx+recordHeader+uint64(len(head)):], body)
-	r.pos += need
-	store64(r.mem, r.base+slotTail, r.pos)
+	if end > r.room+size {
+		r.room = load64(r.mem, r.base+slotHead)
+		if end > r.room+size {
+			return false
+		}
+	}
+	copy(r.data[at+recordHeader:], head)
+	copy(r.data[at+recordHeader+uint64(len(head)):], body)
+	*r.header((at + need) & r.mask) = 0
+	atomic.StoreUint64(r.header(at), recordWord(uint32(n)))
+	if at != idx {
+		// The reader goes on at the start once it sees the mark, which
+		// is stored after the record there.
+		atomic.StoreUint64(r.header(idx), recordWord(wrapMark))
+	}
+	r.pos = end - recordHeader
 	return true
 }
 
 // headFor is the consumer position from which a record of n bytes fits
-// (with the padding to the ring's start it may need).
+// (with the padding to the ring's start it may need, and the zero header
+// after it).
 func (r *ring) headFor(n int) uint64 {
-	need := recordSize(n)
+	need := recordSize(n) + recordHeader
 	idx := r.pos & r.mask
-	if idx+need > r.size() {
+	if idx+need-recordHeader > r.size() {
 		need += r.size() - idx
 	}
 	return r.pos + need - min(r.pos+need, r.size())
@@ -107,34 +132,38 @@ func (r *ring) waitTaken(d time.Duration) {
 }
 
 // empty reports whether the producer has published nothing unread.
-func (r *ring) empty() bool { return atomic.LoadUint64(r.tail) == r.pos }
+func (r *ring) empty() bool { return atomic.LoadUint64(r.header(r.pos&r.mask)) == 0 }
 
 // take stores up to len(msgs) records in msgs, aliasing the ring, and
 // the position of each in at, and returns how many. The records stay
-// valid until release. A record whose
-// length cannot be right (the producer wrote garbage) ends the reading of
-// this ring: take reports corrupt, and the caller discards the ring.
+// valid until release. A record whose length cannot be right (the
+// producer wrote garbage) ends the reading of this ring: take reports
+// corrupt, and the caller discards the ring.
 func (r *ring) take(msgs [][]byte, at []uint64, maxLen int) (n int, corrupt bool) {
-	tail := load64(r.mem, r.base+slotTail)
-	if tail-r.published > r.size() || tail < r.pos {
-		return 0, true
-	}
 	// At most a quarter of the ring per batch: its room goes back to the
 	// producer when the batch is handled, so the producer fills one part
 	// of the ring while the consumer empties another.
-	stop := r.pos + r.size()/4
-	for n < len(msgs) && r.pos < tail && (n == 0 || r.pos < stop) {
+	size := r.size()
+	stop := r.pos + size/4
+	for n < len(msgs) && (n == 0 || r.pos < stop) {
 		idx := r.pos & r.mask
-		if r.size()-idx < recordHeader {
+		h := atomic.LoadUint64(r.header(idx))
+		if h == 0 {
+			break
+		}
+		l := uint32(h)
+		if h>>32 != recordValid {
 			return n, true
 		}
-		l := *u32at(r.data, int(idx))
 		if l == wrapMark {
-			r.pos += r.size() - idx
+			if idx == 0 {
+				return n, true
+			}
+			r.pos += size - idx
 			continue
 		}
 		need := recordSize(int(l))
-		if int(l) > maxLen || idx+need > r.size() || r.pos+need > tail {
+		if int(l) > maxLen || idx+need > size {
 			return n, true
 		}
 		msgs[n] = r.data[idx+recordHeader : idx+recordHeader+uint64(l)]
@@ -164,9 +193,11 @@ func (r *ring) release() {
 // reset empties the ring and frees the slot for another producer. Only
 // the consumer calls it, once the producer is gone.
 func (r *ring) reset() {
-	store64(r.mem, r.base+slotTail, 0)
+	// What the last producer wrote stays in the ring: the next one starts
+	// at a zero header.
+	atomic.StoreUint64(r.header(0), 0)
 	store64(r.mem, r.base+slotHead, 0)
-	r.pos, r.published = 0, 0
+	r.pos, r.published, r.broken = 0, 0, false
 	store64(r.mem, r.base+slotStart, 0)
 	store64(r.mem, r.base+slotProbe, 0)
 	store64(r.mem, r.base+slotProbeVal, 0)
