@@ -21,6 +21,14 @@ func sendmmsg(fd uintptr, hs []unix.Mmsghdr) (int, unix.Errno) {
 	return int(r), 0
 }
 
+// sendto sends the n bytes at b to the address name (namelen bytes),
+// never waiting (MSG_DONTWAIT), as a raw system call as sendmmsg is.
+func sendto(fd uintptr, b *byte, n int, name *byte, namelen uint32) unix.Errno {
+	_, _, e := unix.RawSyscall6(unix.SYS_SENDTO, fd, uintptr(unsafe.Pointer(b)), uintptr(n), unix.MSG_DONTWAIT,
+		uintptr(unsafe.Pointer(name)), uintptr(namelen))
+	return e
+}
+
 // peekWait blocks until a datagram waits in the socket's queue (or
 // SO_RCVTIMEO runs out), without taking it.
 func peekWait(fd uintptr) unix.Errno {

@@ -582,3 +582,50 @@ func TestSendAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestSendAlone: a Send of one datagram, which up to oneMax bytes goes
+// as one copied buffer (sendOne), delivers head and body in order for
+// every split of the bytes between them, either side of oneMax, and
+// allocates nothing.
+func TestSendAlone(t *testing.T) {
+	a := listen(t, "127.0.0.1:0", Config{})
+	b := listen(t, "127.0.0.1:0", Config{})
+	to := endpoint(t, b)
+	rng := rand.New(rand.NewPCG(5, 6))
+	fill := func(n int) []byte {
+		p := make([]byte, n)
+		for i := range p {
+			p[i] = byte(rng.Uint32())
+		}
+		return p
+	}
+	for _, total := range []int{0, 1, 2, 97, 255, oneMax - 1, oneMax, oneMax + 1, 2 * oneMax} {
+		for _, head := range []int{0, 1, 40, 96} {
+			if head > total {
+				continue
+			}
+			d := fabric.Datagram{Head: fill(head), Body: fill(total - head), To: to}
+			if n, err := a.Send([]fabric.Datagram{d}); n != 1 || err != nil {
+				t.Fatalf("Send of %d+%d bytes = %d, %v", head, total-head, n, err)
+			}
+			checkSame(t, []fabric.Datagram{d}, receiveN(t, b, 1, 5*time.Second))
+		}
+	}
+	if raceEnabled {
+		return // the race detector makes sync.Pool drop items at random
+	}
+	dgs := []fabric.Datagram{{Head: fill(96), Body: fill(1), To: to}}
+	msgs := make([][]byte, 1)
+	b.SetReceiveDeadline(time.Now().Add(5 * time.Second))
+	allocs := testing.AllocsPerRun(50, func() {
+		if n, err := a.Send(dgs); n != 1 || err != nil {
+			t.Fatalf("Send = %d, %v", n, err)
+		}
+		if n, err := b.Receive(msgs); n != 1 || err != nil {
+			t.Fatalf("Receive = %d, %v", n, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per Send+Receive of one datagram, want 0", allocs)
+	}
+}

@@ -35,7 +35,15 @@ type sender struct {
 	// state of one transmit
 	sent  int
 	errno unix.Errno
+
+	// one holds a small datagram sent alone, head and body together
+	// (sendOne).
+	one [oneMax]byte
 }
+
+// oneMax is the largest datagram that a Send of one datagram copies into
+// one buffer and sends with sendto.
+const oneMax = 512
 
 func newSender(p *Port) any {
 	b := p.cfg.BatchSize
@@ -56,22 +64,40 @@ func newSender(p *Port) any {
 }
 
 // Send transmits dgs in order, in batches of up to BatchSize datagrams per
-// sendmmsg, coalescing same-destination same-size runs into GSO sends. It
+// sendmmsg, coalescing same-destination same-size runs into GSO sends (a
+// lone datagram of at most oneMax bytes goes by sendto, see sendOne). It
 // returns the number of datagrams the kernel took. A datagram larger than
 // MaxDatagram(To) stops the batch with fabric.ErrTooBig; a To that is not an
 // *Endpoint of this port's address family stops it with ErrBadEndpoint.
 // Datagrams to an unreachable destination are dropped (Stats.SendDropped)
 // as a network would drop them. A full socket buffer makes Send wait.
+//
+// Send defers nothing (a deferred call cost a third of a small datagram's
+// Send in user space): what it calls returns its errors, it panics on none.
 func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 	if !p.use() {
 		return 0, fabric.ErrClosed
 	}
-	defer p.fdMu.RUnlock()
 	if len(dgs) == 0 {
+		p.fdMu.RUnlock()
 		return 0, nil
 	}
 	s := p.sendPool.Get().(*sender)
-	defer s.release()
+	var n int
+	var err error
+	if len(dgs) == 1 && dgs[0].Len() <= oneMax {
+		n, err = s.sendOne(&dgs[0])
+	} else {
+		n, err = s.send(dgs)
+	}
+	s.release()
+	p.fdMu.RUnlock()
+	return n, err
+}
+
+// send is Send of a batch, with the sender s and the descriptor held.
+func (s *sender) send(dgs []fabric.Datagram) (int, error) {
+	p := s.p
 	done := 0
 	useGSO := p.gso.Load()
 	probeRun := 0 // size of a refused GSO run now being sent one by one
@@ -121,6 +147,48 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 func (p *Port) disableGSO() {
 	if p.gso.CompareAndSwap(true, false) {
 		p.st.gsoFallbacks.Add(1)
+	}
+}
+
+// sendOne sends d, a datagram of at most oneMax bytes and the only one of
+// its Send, with sendto from a copy of its head and body: the kernel then
+// takes one buffer and an address, where sendmmsg copies a message header
+// and imports an array of iovecs (on loopback, a small datagram's sendto
+// takes about a sixth less time than the same sendmmsg). A copy of a few
+// hundred bytes costs much less than that.
+func (s *sender) sendOne(d *fabric.Datagram) (int, error) {
+	p := s.p
+	ep, err := p.check(d)
+	if err != nil {
+		return 0, err
+	}
+	name, namelen, _ := ep.sockaddr(p.family)
+	n := copy(s.one[:], d.Head)
+	n += copy(s.one[n:], d.Body)
+	st := &p.st
+	for {
+		e := sendto(uintptr(p.fd), &s.one[0], n, name, namelen)
+		st.sendCalls.Add(1)
+		switch {
+		case e == 0:
+			st.sentDatagrams.Add(1)
+			return 1, nil
+		case e == unix.EINTR:
+		case e == unix.EAGAIN:
+			st.sendWaits.Add(1)
+			if err := p.waitWritable(); err != nil {
+				return 0, p.mapErr(err)
+			}
+		case dropErr(e):
+			st.sendDropped.Add(1)
+			return 1, nil
+		case p.closed.Load():
+			return 0, fabric.ErrClosed // as in Send
+		case e == unix.EMSGSIZE:
+			return 0, fmt.Errorf("udp: %d bytes to %v: %w (%w)", n, d.To, fabric.ErrTooBig, e)
+		default:
+			return 0, fmt.Errorf("udp: send to %v: %w", d.To, e)
+		}
 	}
 }
 
