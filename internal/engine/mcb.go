@@ -48,7 +48,14 @@ type mcb struct {
 	gotBytes uint64
 	reserved int64 // receive budget held: see Engine.reserve
 
-	bits   [][]uint64         // fragment bitmap, blocks of bitBlock bits
+	// frags is the fragment bitmap of a message of up to wordFrags
+	// fragments, bits that of a longer one, in blocks of bitBlock bits.
+	// Most messages are of one fragment: in the block itself, their
+	// bitmap costs no line of its own to clear and set (the block and
+	// the slice that holds it were two more lines per message, cold when
+	// many threads' messages wait in the table).
+	frags  uint64
+	bits   [][]uint64         // fragment bitmap of a long message
 	chunks []*[chunkSize]byte // storage of a large message, filled as it arrives
 	data   []byte             // contiguous storage: small, owned or handed over
 	box    *[]byte            // the pool's box of a small data buffer
@@ -71,8 +78,14 @@ type mcb struct {
 	rndv bool // a rendezvous announcement or done message (rndv.go)
 }
 
+// wordFrags is the largest number of fragments whose bitmap is mcb.frags.
+const wordFrags = 64
+
 // hasFrag reports whether fragment i has arrived.
 func (m *mcb) hasFrag(i uint32) bool {
+	if m.nfrag <= wordFrags {
+		return i < wordFrags && m.frags&(1<<i) != 0
+	}
 	b := m.bits[i/bitBlock]
 	j := i % bitBlock
 	if int(j/64) >= len(b) {
@@ -82,6 +95,12 @@ func (m *mcb) hasFrag(i uint32) bool {
 }
 
 func (m *mcb) setFrag(i uint32) {
+	if m.nfrag <= wordFrags {
+		if i < wordFrags {
+			m.frags |= 1 << i
+		}
+		return
+	}
 	b := m.bits[i/bitBlock]
 	j := i % bitBlock
 	if int(j/64) >= len(b) {
@@ -104,8 +123,12 @@ func (m *mcb) setFrag(i uint32) {
 func (m *mcb) start(total uint64, fragSize uint32, nfrag uint32, pool *bufPool) {
 	m.total, m.fragSize, m.nfrag = total, fragSize, nfrag
 	m.got, m.gotBytes = 0, 0
+	m.frags = 0
 	nb := (int(nfrag) + bitBlock - 1) / bitBlock
-	if nb == 1 {
+	if nfrag <= wordFrags {
+		// The bitmap is frags: bits, kept from a longer message, stay
+		// cleared.
+	} else if nb == 1 {
 		if len(m.bits) != 1 {
 			m.bits = append(m.bits[:0], nil) // a cleared block is kept for reuse
 		}
@@ -271,13 +294,16 @@ func (m *mcb) releaseChunks() {
 // clear forgets the message, keeping small allocations for reuse.
 func (m *mcb) clear() {
 	// Only the words of the message's fragments can have been set: a
-	// one-fragment message clears one word of its block, not 512 bytes.
+	// message of a few thousand fragments clears the words it used of its
+	// block, not 512 bytes; one of up to wordFrags only frags.
 	words := (int(m.nfrag) + 63) / 64
+	long := m.nfrag > wordFrags
 	m.key = key{}
 	m.msgID = 0
 	m.rndv = false
 	m.total, m.fragSize, m.nfrag, m.got, m.gotBytes, m.reserved = 0, 0, 0, 0, 0, 0
-	for i := range m.bits {
+	m.frags = 0
+	for i := 0; long && i < len(m.bits); i++ {
 		if b := m.bits[i]; b != nil && len(m.bits) == 1 {
 			clear(b[:min(words, len(b))])
 			continue

@@ -316,26 +316,28 @@ func TestMCBPoolGrows(t *testing.T) {
 	}
 }
 
-// TestMCBBitmapReused: a block that held a message of one fragment (a
-// bitmap of one word) then holds one of many fragments, and the other way
-// round, marking exactly the fragments that came; a new block's bitmap
-// for a message of one fragment is one word.
+// TestMCBBitmapReused: a block that held a message of a few fragments (a
+// bitmap in the block itself) then holds one of many fragments, and the
+// other way round, marking exactly the fragments that came (the odd ones
+// or the even ones, in turn, so that a mark left from the message before
+// shows); a message of up to wordFrags fragments uses no bitmap block.
 func TestMCBBitmapReused(t *testing.T) {
 	var bp bufPool
 	pool := newMCBPool(1)
-	for k, nfrag := range []uint32{1, 300, 1, 5000, 70, 1} {
+	for k, nfrag := range []uint32{1, 300, 2, 5000, 70, 1, 64, 65, 64, 3} {
 		m := pool.get()
 		m.start(uint64(nfrag)*minFragSize, minFragSize, nfrag, &bp)
-		for i := uint32(0); i < nfrag; i += 2 {
+		odd := uint32(k % 2)
+		for i := odd; i < nfrag; i += 2 {
 			m.place(i, make([]byte, minFragSize))
 		}
 		for i := uint32(0); i < nfrag; i++ {
-			if m.hasFrag(i) != (i%2 == 0) {
-				t.Fatalf("%d fragments: fragment %d marked %v", nfrag, i, m.hasFrag(i))
+			if m.hasFrag(i) != (i%2 == odd) {
+				t.Fatalf("message %d, %d fragments: fragment %d marked %v", k, nfrag, i, m.hasFrag(i))
 			}
 		}
-		if k == 0 && len(m.bits[0]) != 1 {
-			t.Fatalf("a message of one fragment has a bitmap of %d words", len(m.bits[0]))
+		if k == 0 && len(m.bits) != 0 {
+			t.Fatalf("a message of one fragment has a bitmap of %d blocks", len(m.bits))
 		}
 		pool.put(m)
 	}
