@@ -57,9 +57,12 @@ var (
 )
 
 // RemoteReadMin is Config.ReadMin: below it a message costs less as
-// datagrams (two SENDs and a copy out of the receive buffer at 64 KiB)
-// than as an announcement, a READ and a done message, each a round trip
-// through rxe's kernel work.
+// datagrams (one SEND of at most a datagram and a copy out of the receive
+// buffer) than as an announcement, a READ and a done message, each a
+// round trip through rxe's kernel work. A 64 KiB message does not fit one
+// datagram (fabric.MaxDatagramSize): as datagrams it is two SENDs, the
+// second a tail of about a hundred bytes with a 64 KiB receive buffer and
+// a completion of its own.
 func (p *Port) RemoteReadMin() int { return p.cfg.ReadMin }
 
 // Expose returns the descriptor of b for reading by peers: b lies in
