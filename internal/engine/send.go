@@ -52,8 +52,10 @@ func (e *Engine) isend(r *Request) {
 		r.complete(err)
 		return
 	}
+	var now int64 // read once for the stream and the batch (a clock read is ~30 ns)
 	if p.tx.idle() {
-		p.tx.pendingSince = nanotime()
+		now = nanotime()
+		p.tx.pendingSince = now
 	}
 	r.peer = p
 	p.tx.enqueue(r)
@@ -70,7 +72,7 @@ func (e *Engine) isend(r *Request) {
 	clocked := p.tx.pipe() >= e.cfg.AckEvery
 	p.mu.Unlock()
 	if !clocked {
-		p.pump()
+		p.pumpAt(now)
 	}
 }
 
@@ -83,7 +85,11 @@ func (e *Engine) isend(r *Request) {
 // again before it goes. Many threads sending to one process then neither
 // park on xmitMu, behind a system call, nor each make a system call of
 // their own: what they queued meanwhile leaves in the next batch.
-func (p *peer) pump() {
+func (p *peer) pump() { p.pumpAt(0) }
+
+// pumpAt is pump with the time the caller has just read (0: none), which
+// the first batch uses rather than read the clock again.
+func (p *peer) pumpAt(now int64) {
 	rs := p.routes.Load()
 	if rs == nil {
 		return
@@ -94,7 +100,8 @@ func (p *peer) pump() {
 		// in this batch or marks the peer wanted again, which this
 		// thread sees once it has let go of xmitMu.
 		p.pumpWanted.Store(false)
-		more := p.pumpBatch(*rs)
+		more := p.pumpBatch(*rs, now)
+		now = 0
 		if !more && !p.pumpWanted.Load() {
 			return
 		}
@@ -104,19 +111,24 @@ func (p *peer) pump() {
 
 // pumpBatch cuts one batch of datagrams and transmits it, xmitMu held,
 // and lets go of xmitMu. It reports whether the batch was full (more may
-// be due).
-func (p *peer) pumpBatch(rs routeSet) bool {
+// be due). now is the time if the caller has just read it, else 0 (a
+// caller's time may be older by the wait for the locks, which makes the
+// round trips measured from it at most that much longer).
+func (p *peer) pumpBatch(rs routeSet, now int64) bool {
 	b := p.e.getBatch()
 	p.rxmu.Lock()
 	b.ackCum, b.piggy = p.rx.cum, p.rx.cum > 0 || p.rx.ackPending
 	p.rxmu.Unlock()
 	p.mu.Lock()
-	p.fillLocked(b, rs, nanotime())
+	if now == 0 {
+		now = nanotime()
+	}
+	p.fillLocked(b, rs, now)
 	p.mu.Unlock()
 	n := len(b.dgs)
 	if n > 0 && b.piggy {
 		p.rxmu.Lock()
-		p.sentDataLocked(b.ackCum, nanotime())
+		p.sentDataLocked(b.ackCum, now)
 		p.rxmu.Unlock()
 	}
 	p.e.transmitRuns(b.ports, b.dgs)
