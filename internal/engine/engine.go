@@ -50,8 +50,8 @@ type Engine struct {
 
 	batches freeList[batch]
 	posts   freeList[Request] // requests of posted sends
-	posted  atomic.Int64      // posted sends not yet acknowledged or failed
-	// postedBytes is what they take (post.go)
+	// postedBytes is what the posted sends not yet acknowledged or
+	// failed take (post.go): more than zero while there are any.
 	postedBytes atomic.Int64
 	// deferring counts the peers with messages deferred for a bundle on
 	// the reliable path (relbundle.go).

@@ -55,6 +55,13 @@ func (l *freeList[T]) put(x *T, max int) {
 	l.retMu.Unlock()
 }
 
+// putAll keeps xs, as put does each.
+func (l *freeList[T]) putAll(xs []*T, limit int) {
+	l.retMu.Lock()
+	l.ret = append(l.ret, xs[:min(len(xs), max(0, limit-len(l.ret)))]...)
+	l.retMu.Unlock()
+}
+
 // size is the number of objects kept.
 func (l *freeList[T]) size() int {
 	l.mu.Lock()

@@ -67,7 +67,6 @@ func (e *Engine) Post(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag,
 		r.data, r.box = e.bufs.get(len(data))
 	}
 	copy(r.data, data)
-	e.posted.Add(1)
 	e.postedBytes.Add(int64(cap(r.data)) + postCost)
 	e.isend(r)
 	var err error
@@ -84,11 +83,11 @@ func (e *Engine) Post(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag,
 // messages and closes expects them delivered: at most the unreachable
 // timeout, and no more than two seconds.
 func (e *Engine) lingerPosted() {
-	if e.posted.Load() == 0 {
+	if e.postedBytes.Load() == 0 {
 		return
 	}
 	deadline := time.Now().Add(min(e.cfg.UnreachableTimeout, 2*time.Second))
-	for e.posted.Load() > 0 && time.Now().Before(deadline) {
+	for e.postedBytes.Load() > 0 && time.Now().Before(deadline) {
 		time.Sleep(200 * time.Microsecond)
 	}
 }
@@ -104,18 +103,27 @@ func (e *Engine) lingerPosted() {
 // request already freed and posted again (pooled never changes, state and
 // refs are atomic).
 func (r *Request) free() {
-	if !r.pooled || r.state.Load() != stateDone || !r.refs.CompareAndSwap(0, freedRefs) {
-		return
+	if n := r.unpost(); n != 0 {
+		r.eng.postedBytes.Add(-n)
+		r.eng.posts.put(r, postsKept)
 	}
-	e := r.eng
-	e.posted.Add(-1)
-	e.postedBytes.Add(-int64(cap(r.data)) - postCost)
+}
+
+// unpost takes a posted request that has completed, with no reference
+// left, out of the posted ones, if no one did, and returns what it took
+// of postedBytes, for the caller to give back with the request (free);
+// 0 if it was not for this call to free it.
+func (r *Request) unpost() int64 {
+	if !r.pooled || r.state.Load() != stateDone || !r.refs.CompareAndSwap(0, freedRefs) {
+		return 0
+	}
+	n := int64(cap(r.data)) + postCost
 	if cap(r.data) > keptData || r.box == nil {
-		e.bufs.put(r.data, r.box)
+		r.eng.bufs.put(r.data, r.box)
 		r.box = nil
 	}
 	r.data = nil
-	e.posts.put(r, postsKept)
+	return n
 }
 
 // postsKept bounds the free posted requests an engine keeps (see

@@ -189,7 +189,7 @@ func (p *peer) transmitQueuedLocked() {
 // reliable path in order, after it ended with err; lost is p.lost from
 // before it began. If the last one's sender waits for the destination to
 // take it (a blocking Send), it waits for that first. It reports whether
-// they succeeded.
+// they succeeded. reqs is the caller's scratch: it is overwritten.
 func (p *peer) settleReliable(reqs []*Request, lost uint32, err error) bool {
 	last := reqs[len(reqs)-1]
 	taken := false
@@ -206,14 +206,29 @@ func (p *peer) settleReliable(reqs []*Request, lost uint32, err error) bool {
 	}
 	// Once complete, a request may be reused by its owner: take what is
 	// needed of it first.
+	// The completions are counted, and the requests freed, once for all.
 	c := &last.rt.disp.c
+	e := p.e
+	sent, freed := uint64(0), int64(0)
+	k := 0
 	for _, q := range reqs {
 		if q.complete(err) && err == nil {
-			c.msgsSent.Add(1)
+			sent++
 		}
 		if q.refs.Load() == 0 {
-			q.free()
+			if n := q.unpost(); n != 0 {
+				freed += n
+				reqs[k] = q
+				k++
+			}
 		}
+	}
+	if sent != 0 {
+		c.msgsSent.Add(sent)
+	}
+	if k != 0 {
+		e.postedBytes.Add(-freed)
+		e.posts.putAll(reqs[:k], postsKept)
 	}
 	return err == nil
 }
