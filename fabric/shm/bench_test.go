@@ -132,3 +132,30 @@ func BenchmarkSendPoll(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkLegCalls measures the fabric calls of one leg of a blocking
+// round trip through the engine, in one goroutine: Send, Taken (not yet),
+// Poll, Handled, Taken (taken). Count its instructions with callgrind (a
+// figure load does not change).
+func BenchmarkLegCalls(b *testing.B) {
+	dir := testDir(b)
+	a, r := listen(b, dir, "a", Config{}), listen(b, dir, "r", Config{})
+	to := r.LocalEndpoint()
+	dg := []fabric.Datagram{{Body: []byte{1}, To: to}}
+	msgs := make([][]byte, r.BatchSize())
+	for i := 0; i < b.N; i++ {
+		if _, err := a.Send(dg); err != nil {
+			b.Fatal(err)
+		}
+		if ok, err := a.Taken(to); ok || err != nil {
+			b.Fatal(ok, err)
+		}
+		if n, err := r.Poll(msgs); n != 1 || err != nil {
+			b.Fatal(n, err)
+		}
+		r.Handled()
+		if ok, err := a.Taken(to); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}

@@ -4,6 +4,7 @@ package shm
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
@@ -87,6 +88,17 @@ func (p *Port) Taken(to fabric.Endpoint) (bool, error) {
 	if !ok {
 		return false, fmt.Errorf("shm: endpoint %v is not an shm endpoint", to)
 	}
+	// A sender asks about the destination it sent to last: its ring is
+	// found without the port's lock and map.
+	if o := p.lastOut.Load(); o != nil && o.name == e.Name {
+		o.mu.Lock()
+		if !o.dead {
+			taken, err := p.takenLocked(o, e)
+			o.mu.Unlock()
+			return taken, err
+		}
+		o.mu.Unlock()
+	}
 	p.outMu.Lock()
 	o := p.out[e.Name]
 	p.outMu.Unlock()
@@ -95,6 +107,11 @@ func (p *Port) Taken(to fabric.Endpoint) (bool, error) {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	return p.takenLocked(o, e)
+}
+
+// takenLocked is Taken for o, the ring of e. o.mu is held.
+func (p *Port) takenLocked(o *outRing, e Endpoint) (bool, error) {
 	if o.dead {
 		// A receiver that read everything before it went took it.
 		if o.lastHead >= o.r.pos {
@@ -102,7 +119,7 @@ func (p *Port) Taken(to fabric.Endpoint) (bool, error) {
 		}
 		return false, fmt.Errorf("%w: %s", ErrNoPort, e)
 	}
-	if load64(o.seg.mem, o.r.base+slotHead) >= o.r.pos {
+	if atomic.LoadUint64(o.r.head) >= o.r.pos {
 		return true, nil
 	}
 	// A sender asks again and again while its receiver reads: reading

@@ -243,6 +243,20 @@ func (p *Port) sendOne(e Endpoint, d *fabric.Datagram) (lost bool, err error) {
 // the destination up again.
 func (p *Port) put(o *outRing, d *fabric.Datagram, cached bool) (lost, stale bool, err error) {
 	o.mu.Lock()
+	if !o.dead && o.r.put(d.Head, d.Body) {
+		// Under the lock: a ring found dead is unmapped once unlocked.
+		p.wake(o.seg)
+		o.mu.Unlock()
+		p.st.sent.Add(1)
+		return false, false, nil
+	}
+	o.mu.Unlock()
+	return p.putSlow(o, d, cached)
+}
+
+// putSlow is put for a ring found full or a receiver known gone.
+func (p *Port) putSlow(o *outRing, d *fabric.Datagram, cached bool) (lost, stale bool, err error) {
+	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.dead {
 		if cached {

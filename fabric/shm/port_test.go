@@ -386,6 +386,26 @@ func TestReusedSlotStartsEmpty(t *testing.T) {
 	}
 }
 
+// TestAppendToDatagramLeavesRing: a datagram received aliases the ring,
+// but an append to it must not write into the ring over the next one.
+func TestAppendToDatagramLeavesRing(t *testing.T) {
+	dir := testDir(t)
+	a, b := listen(t, dir, "a", Config{}), listen(t, dir, "b", Config{})
+	for _, s := range []string{"first", "second"} {
+		if _, err := a.Send([]fabric.Datagram{{Body: []byte(s), To: b.LocalEndpoint()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msgs := make([][]byte, 2)
+	if n, err := b.Poll(msgs); n != 2 || err != nil {
+		t.Fatalf("Poll: %d, %v", n, err)
+	}
+	_ = append(msgs[0], bytes.Repeat([]byte{'x'}, 64)...)
+	if string(msgs[1]) != "second" {
+		t.Fatalf("an append to the first datagram changed the second: %q", msgs[1])
+	}
+}
+
 // TestCorruptRing writes a record length no ring can hold into a sender's
 // slot: the receiver counts the ring as corrupt and neither panics nor
 // returns out-of-bounds memory.

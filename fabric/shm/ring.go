@@ -3,6 +3,7 @@ package shm
 import (
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // ring is one slot of a segment seen from one side: the producer (a
@@ -12,6 +13,11 @@ type ring struct {
 	base int    // offset of the slot's header
 	data []byte // the slot's ring bytes
 	mask uint64
+	// The hot path's words, found once: the ring's first byte, its size,
+	// and the consumer's head.
+	dp   unsafe.Pointer
+	sz   uint64
+	head *uint64
 
 	// Producer side: the position to write next.
 	// Consumer side: the position to read next, and the position already
@@ -33,21 +39,25 @@ type ring struct {
 
 func newRing(s *segment, i int) *ring {
 	base := slotOffset(i, s.ringSize)
+	data := s.mem[base+slotHeader : base+slotHeader+s.ringSize]
 	return &ring{
 		mem:  s.mem,
 		base: base,
-		data: s.mem[base+slotHeader : base+slotHeader+s.ringSize],
+		data: data,
 		mask: uint64(s.ringSize - 1),
+		dp:   unsafe.Pointer(&data[0]),
+		sz:   uint64(len(data)),
+		head: u64at(s.mem, base+slotHead),
 	}
 }
 
-func (r *ring) size() uint64 { return uint64(len(r.data)) }
+func (r *ring) size() uint64 { return r.sz }
 
 // recordWord is the header of a record of n bytes.
 func recordWord(n uint32) uint64 { return recordValid<<32 | uint64(n) }
 
 // header returns the word at ring offset idx (a multiple of 8).
-func (r *ring) header(idx uint64) *uint64 { return u64at(r.data, int(idx)) }
+func (r *ring) header(idx uint64) *uint64 { return (*uint64)(unsafe.Add(r.dp, idx&r.mask)) }
 
 // put copies head and body into the ring as one record and publishes it.
 // It reports false, writing nothing, when the ring lacks room.
@@ -61,24 +71,22 @@ func (r *ring) put(head, body []byte) bool {
 	n := len(head) + len(body)
 	need := recordSize(n)
 	idx := r.pos & r.mask
-	size := r.size()
 	at := idx // where the record goes
-	if idx+need > size {
-		at = 0 // skip to the ring's start
-	}
 	end := r.pos + need + recordHeader
-	if at != idx {
-		end += size - idx
+	if idx+need > r.sz {
+		at = 0 // skip to the ring's start
+		end += r.sz - idx
 	}
-	if end > r.room+size {
-		r.room = load64(r.mem, r.base+slotHead)
-		if end > r.room+size {
+	if end > r.room+r.sz {
+		r.room = atomic.LoadUint64(r.head)
+		if end > r.room+r.sz {
 			return false
 		}
 	}
-	copy(r.data[at+recordHeader:], head)
-	copy(r.data[at+recordHeader+uint64(len(head)):], body)
-	*r.header((at + need) & r.mask) = 0
+	rec := unsafe.Slice((*byte)(unsafe.Add(r.dp, at+recordHeader)), n)
+	copy(rec, head)
+	copy(rec[len(head):], body)
+	*r.header(at + need) = 0
 	atomic.StoreUint64(r.header(at), recordWord(uint32(n)))
 	if at != idx {
 		// The reader goes on at the start once it sees the mark, which
@@ -132,7 +140,7 @@ func (r *ring) waitTaken(d time.Duration) {
 }
 
 // empty reports whether the producer has published nothing unread.
-func (r *ring) empty() bool { return atomic.LoadUint64(r.header(r.pos&r.mask)) == 0 }
+func (r *ring) empty() bool { return atomic.LoadUint64(r.header(r.pos)) == 0 }
 
 // take stores up to len(msgs) records in msgs, aliasing the ring, and
 // the position of each in at, and returns how many. The records stay
@@ -143,8 +151,8 @@ func (r *ring) take(msgs [][]byte, at []uint64, maxLen int) (n int, corrupt bool
 	// At most a quarter of the ring per batch: its room goes back to the
 	// producer when the batch is handled, so the producer fills one part
 	// of the ring while the consumer empties another.
-	size := r.size()
-	stop := r.pos + size/4
+	stop := r.pos + r.sz/4
+	at = at[:len(msgs)]
 	for n < len(msgs) && (n == 0 || r.pos < stop) {
 		idx := r.pos & r.mask
 		h := atomic.LoadUint64(r.header(idx))
@@ -159,14 +167,16 @@ func (r *ring) take(msgs [][]byte, at []uint64, maxLen int) (n int, corrupt bool
 			if idx == 0 {
 				return n, true
 			}
-			r.pos += size - idx
+			r.pos += r.sz - idx
 			continue
 		}
 		need := recordSize(int(l))
-		if int(l) > maxLen || idx+need > size {
+		if int(l) > maxLen || idx+need > r.sz {
 			return n, true
 		}
-		msgs[n] = r.data[idx+recordHeader : idx+recordHeader+uint64(l)]
+		// The datagram's capacity ends with it: an append to it cannot
+		// write into the ring.
+		msgs[n] = unsafe.Slice((*byte)(unsafe.Add(r.dp, idx+recordHeader)), l)
 		at[n] = r.pos
 		n++
 		r.pos += need
@@ -179,7 +189,7 @@ func (r *ring) take(msgs [][]byte, at []uint64, maxLen int) (n int, corrupt bool
 func (r *ring) release() {
 	if r.published != r.pos {
 		r.published = r.pos
-		store64(r.mem, r.base+slotHead, r.pos)
+		atomic.StoreUint64(r.head, r.pos)
 		// The producer stores the position it waits for (or counts
 		// itself among the threads waiting for the ring to be read), then
 		// looks at the head: one of the two sees the other's store.
