@@ -52,14 +52,20 @@ func (e *Engine) isend(r *Request) {
 		r.complete(err)
 		return
 	}
-	var now int64 // read once for the stream and the batch (a clock read is ~30 ns)
+	// The clock is read once for the stream and the batch (a read costs
+	// about 50 ns), and not at all on the reliable path, where no timer
+	// runs: pendingSince 0 there says the time was not read (onTimer).
+	var now int64
+	rel := p.reliable.Load()
 	if p.tx.idle() {
-		now = nanotime()
+		if !rel {
+			now = nanotime()
+		}
 		p.tx.pendingSince = now
 	}
 	r.peer = p
 	p.tx.enqueue(r)
-	if p.reliable.Load() {
+	if rel {
 		deferred := p.deferLocked(r, behind)
 		p.mu.Unlock()
 		if !deferred {

@@ -84,6 +84,11 @@ func (p *peer) onTimer() {
 		return
 	}
 	p.resumed(due, now)
+	if t.pendingSince == 0 {
+		// Work queued on the reliable path (whose time isend does not
+		// read) went to the datagram path: its silence counts from now.
+		t.pendingSince = now
+	}
 	last := p.lastHeard.Load()
 	if t.pendingSince > last {
 		last = t.pendingSince

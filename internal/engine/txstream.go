@@ -77,7 +77,7 @@ type txStream struct {
 
 	busyUntil    int64
 	busyDelay    time.Duration
-	pendingSince int64 // when work appeared with nothing outstanding
+	pendingSince int64 // when work appeared with nothing outstanding (0: not read, see isend)
 
 	timer   *time.Timer
 	timerAt int64
