@@ -358,6 +358,11 @@ func (d *dispatcher) flush() {
 // its message has already acknowledged it.
 func (d *dispatcher) wakeAll() {
 	for i, x := range d.wake {
+		if x.m == nil {
+			x.r.complete(x.err)
+			d.wake[i] = match{}
+			continue
+		}
 		if x.m.owner == x.r && x.r.buf != nil {
 			d.c.inPlace.Add(1)
 		}

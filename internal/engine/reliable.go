@@ -422,8 +422,10 @@ func (d *dispatcher) onReliableData(p *peer, h *wire.Header, body []byte) {
 		return
 	}
 	p.rxmu.Lock()
-	d.reliableLocked(p, h, body)
-	d.deliverLocked()
+	if !d.wholeLocked(p, h, body, true) {
+		d.reliableLocked(p, h, body)
+		d.deliverLocked()
+	}
 	p.rx.heldBack = d.held
 	p.rxmu.Unlock()
 	d.returnCredit()

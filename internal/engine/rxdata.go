@@ -12,10 +12,92 @@ import "github.com/pcor-go/pcor/internal/wire"
 func (d *dispatcher) onData(p *peer, h *wire.Header, body []byte) {
 	d.touch(p)
 	p.rxmu.Lock()
-	d.acceptLocked(p, h, body)
-	d.deliverLocked()
+	if !d.wholeLocked(p, h, body, false) {
+		d.acceptLocked(p, h, body)
+		d.deliverLocked()
+	}
 	p.rxmu.Unlock()
 	d.returnCredit()
+}
+
+// The short path of a receive: a whole message in one datagram, the next
+// one expected from its sender (in order in its stream, no earlier one in
+// progress or held), most often answering a receive already posted (a
+// ping-pong, a request and its reply). It is accepted without a control
+// block and without the stream's maps: a posted receive gets the body
+// copied into its buffer at once, and is completed with the batch's other
+// receives (wakeAll); with none posted, the message is stored as
+// unexpected, as on the general path. Anything else (a fragment of a
+// larger message, a datagram out of order, duplicate or outside the
+// window, received in place, a rendezvous message, one with no control
+// block or budget for it) takes the general path, which sees the stream
+// as if the short path did not exist.
+
+// wholeLocked takes data datagram h if it is such a message and reports
+// whether it did. reliable: it came on the reliable path (no sequence
+// numbers to keep). p.rxmu is held.
+func (d *dispatcher) wholeLocked(p *peer, h *wire.Header, body []byte, reliable bool) bool {
+	rx := &p.rx
+	e := d.e
+	if h.Kind != wire.Data || h.FragIndex != 0 || uint64(len(body)) != h.Total || h.Flags&wire.FlagRendezvous != 0 ||
+		h.MsgID != rx.nextMsg || rx.silent || d.pl.cur != nil || len(rx.inprog) != 0 || len(rx.held) != 0 ||
+		int64(h.Total) > e.cfg.MaxMessage {
+		return false
+	}
+	if !reliable && (h.Seq != rx.cum || rx.maxSeen > rx.cum) {
+		return false
+	}
+	k := key{ProcID(h.SrcProc), ThreadID(h.SrcThread), ThreadID(h.DstThread), Tag(h.Tag)}
+	hk := hashKey(k)
+	s := e.table.stripe(k.dstThread)
+	s.mu.Lock()
+	r := e.table.takePosted(s, k, hk)
+	s.mu.Unlock()
+	var m *mcb
+	if r == nil {
+		// Unexpected: stored in a control block with budget of its own.
+		if h.Total > chunkSize || h.Total >= ownMin {
+			return false // the general path may give it to a receive
+		}
+		if m = e.pool.get(); m == nil {
+			return false
+		}
+		if !d.reserve(int64(h.Total)) {
+			e.pool.put(m)
+			return false
+		}
+		m.key, m.msgID, m.reserved = k, h.MsgID, int64(h.Total)
+		m.start(h.Total, h.FragSize, 1, &e.bufs)
+		m.place(0, body)
+	}
+	if !reliable {
+		// Marked as arrived: in order, so the cumulative point passes it.
+		rx.arrivedLocked(h, e.cfg.AckEvery)
+		rx.cum++
+		rx.maxSeen = rx.cum
+	}
+	rx.nextMsg++
+	if m != nil {
+		d.c.msgsRecv.Add(1)
+		d.deliverOneLocked(m, k, hk)
+		return true
+	}
+	d.c.msgsRecv.Add(1)
+	var err error
+	if r.buf != nil {
+		n := copy(r.buf, body)
+		if n < len(body) {
+			err = ErrTruncated
+		} else if n >= ownMin {
+			d.c.inPlace.Add(1) // as one that owned its receive (MessagesInPlace)
+		}
+		r.data = r.buf[:n]
+	} else {
+		r.data = append(make([]byte, 0, len(body)), body...)
+	}
+	r.setFrom(k)
+	d.wake = append(d.wake, match{r: r, err: err})
+	return true
 }
 
 // creditChunk is how much receive budget the holder of a port's token
@@ -269,26 +351,35 @@ func (d *dispatcher) deliverLocked() {
 		}
 		if m.owner != nil {
 			m.owner.ownerPeer.Store(nil) // no longer cancellable
-			d.wake = append(d.wake, match{m.owner, m})
+			d.wake = append(d.wake, match{r: m.owner, m: m})
 			continue
 		}
-		h := hashKey(m.key)
-		s := e.table.stripe(m.key.dstThread)
-		s.mu.Lock()
-		if r := e.table.takePosted(s, m.key, h); r != nil {
-			s.mu.Unlock()
-			d.wake = append(d.wake, match{r, m})
-		} else {
-			e.table.enqueue(s, m, h)
-			s.mu.Unlock()
-		}
+		d.deliverOneLocked(m, m.key, hashKey(m.key))
 	}
 	clear(d.delivered)
 	d.delivered = d.delivered[:0]
 }
 
-// match is a completed message and the receive it goes to.
+// deliverOneLocked gives message m (key k, hashed hk), complete and owned
+// by no receive, to the receive posted for it or stores it as unexpected.
+// The sender's peer's rxmu is held.
+func (d *dispatcher) deliverOneLocked(m *mcb, k key, hk uint64) {
+	e := d.e
+	s := e.table.stripe(k.dstThread)
+	s.mu.Lock()
+	if r := e.table.takePosted(s, k, hk); r != nil {
+		s.mu.Unlock()
+		d.wake = append(d.wake, match{r: r, m: m})
+	} else {
+		e.table.enqueue(s, m, hk)
+		s.mu.Unlock()
+	}
+}
+
+// match is a completed message and the receive it goes to; a nil m is a
+// receive already filled (wholeLocked), to complete with err.
 type match struct {
-	r *Request
-	m *mcb
+	r   *Request
+	m   *mcb
+	err error
 }
