@@ -16,11 +16,10 @@ const dupAckThreshold = 3
 // and open the congestion window; BUSY pauses the stream. The peer's mu is
 // taken and released in onAck and onBusy alone.
 
-// onAck applies an acknowledgement from the peer, received on port d.
-func (p *peer) onAck(a *wire.AckBody, d *dispatcher) {
-	e := p.e
-	now := nanotime()
-	b := e.getBatch()
+// onAck applies an acknowledgement from the peer, received on port d at
+// now (when its batch began), by the holder of d's progress token.
+func (p *peer) onAck(a *wire.AckBody, d *dispatcher, now int64) {
+	b := &d.acked
 	p.mu.Lock()
 	fastRetrans, undone := p.applyAckLocked(a, now, b)
 	// With nothing in flight or queued there is nothing to pump (the
@@ -33,13 +32,17 @@ func (p *peer) onAck(a *wire.AckBody, d *dispatcher) {
 	if undone {
 		d.c.undos.Add(1)
 	}
-	d.c.msgsSent.Add(b.posted)
-	for _, r := range b.done {
+	if b.posted > 0 {
+		d.c.msgsSent.Add(b.posted)
+		b.posted = 0
+	}
+	for i, r := range b.done {
 		if r.complete(nil) {
 			d.c.msgsSent.Add(1)
 		}
+		b.done[i] = nil
 	}
-	e.putBatch(b)
+	b.done = b.done[:0]
 	if !idle {
 		p.pump()
 	}

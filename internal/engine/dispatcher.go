@@ -49,6 +49,8 @@ type dispatcher struct {
 	refuse    []busyReply // fragments of messages larger than MaxMessage
 	credit    int64       // receive budget taken ahead (dispatcher.reserve)
 	ackBody   wire.AckBody
+	acked     batch // the sends an acknowledgement completes (onAck): done, posted
+	batchAt   int64 // when the batch being handled began
 }
 
 type busyReply struct {
@@ -175,7 +177,11 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 	} else {
 		d.pl.cur = nil
 		d.c.bytesRecv.Add(uint64(len(pkt)))
-		h, body, err = wire.Decode(pkt, e.cfg.JobKey)
+		if d.protected {
+			h, body, err = wire.DecodeProtected(pkt, e.cfg.JobKey)
+		} else {
+			h, body, err = wire.Decode(pkt, e.cfg.JobKey)
+		}
 	}
 	if err != nil {
 		reason, ok := decodeDrop[err]
@@ -228,7 +234,7 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 		}
 		if h.Flags&wire.FlagAck != 0 && h.AckCum > p.ackedCum.Load() {
 			a := wire.AckBody{Cum: h.AckCum, Echo: noEcho}
-			p.onAck(&a, d)
+			p.onAck(&a, d, now)
 		}
 		if h.Flags&wire.FlagBundle != 0 {
 			d.onBundle(p, &h, body)
@@ -242,7 +248,7 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 			return
 		}
 		d.c.acksRecv.Add(1)
-		p.onAck(&a, d)
+		p.onAck(&a, d, now)
 	case wire.Busy:
 		d.c.busyRecv.Add(1)
 		p.onBusy(h.Seq)
@@ -254,7 +260,7 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 	case wire.Bye:
 		if a, err := wire.DecodeAck(body); err == nil {
 			d.c.acksRecv.Add(1)
-			p.onAck(&a, d)
+			p.onAck(&a, d, now)
 		}
 		e.onBye(p)
 	}
@@ -297,7 +303,7 @@ func (d *dispatcher) flush() {
 	}
 	var b *batch // taken when an acknowledgement leaves (most are deferred or carried)
 	var out *dispatcher
-	now := nanotime()
+	now := d.batchAt
 	for _, p := range d.touched {
 		rt := p.ctrl()
 		if rt == nil {

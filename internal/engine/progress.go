@@ -86,6 +86,9 @@ type progress struct {
 	// dispatcher for each batch, a driving thread while it drives.
 	drive sync.Mutex
 	msgs  [][]byte // receive slots, guarded by drive
+	// leftAt is when the batch that completed a driver's request began,
+	// for letGo (0: unknown, read the clock); used by the token's holder.
+	leftAt int64
 
 	// Counters (PortStats): leads, tokens taken by a waiting thread (of
 	// which steals, from the dispatcher); handbacks, a leaving driver gave
@@ -321,7 +324,12 @@ func (d *dispatcher) tryLead() bool {
 // dispatcher at once if other threads wait on the port.
 func (d *dispatcher) letGo() {
 	pr := &d.prog
-	pr.released.Store(nanotime())
+	at := pr.leftAt
+	if at == 0 {
+		at = nanotime()
+	}
+	pr.leftAt = 0
+	pr.released.Store(at)
 	pr.state.Store(tokFree)
 	if pr.waiters.Load() > 0 && pr.state.CompareAndSwap(tokFree, tokDispatcher) {
 		pr.handbacks.Add(1)
@@ -355,8 +363,10 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 		start = nanotime()
 		spinUntil = start + int64(driveSpin)
 	}
+	var batchAt int64 // when the batch just handled began (0: none since the last poll)
 	for polls := 0; ; polls++ {
 		if r.state.Load() == stateDone {
+			pr.leftAt = batchAt // a clock read fewer for letGo
 			return true, true, r.err
 		}
 		if e.closed.Load() {
@@ -378,6 +388,7 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 		if d.mode == Polling || now < spinUntil {
 			k, err = d.fab.Poll(pr.msgs)
 			if k == 0 && err == nil {
+				batchAt = 0
 				if e.acks.due.Load() != 0 && (d.mode == Blocking || polls%8 == 0) {
 					if d.mode == Polling {
 						now = nanotime()
@@ -427,6 +438,7 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 			pr.threadBatches.Add(1)
 			d.keepsDue = true
 			d.handleBatch(pr.msgs[:k])
+			batchAt = d.batchAt
 		}
 	}
 }
@@ -435,6 +447,7 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 // The caller holds the token and drive.
 func (d *dispatcher) handleBatch(msgs [][]byte) {
 	now := nanotime()
+	d.batchAt = now
 	d.room = d.e.room.Load()
 	for i := 0; i < len(msgs); i++ {
 		if d.handle(msgs[i], now); d.held {

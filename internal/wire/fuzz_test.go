@@ -25,6 +25,10 @@ func FuzzDecode(f *testing.F) {
 		if herr == nil && (err != nil || hh != h) {
 			t.Fatalf("DecodeHead accepted %+v, Decode %+v, %v", hh, h, err)
 		}
+		// What Decode accepts, DecodeProtected (which verifies less) does.
+		if hp, _, perr := DecodeProtected(pkt, key); err == nil && (perr != nil || hp != h) {
+			t.Fatalf("Decode accepted %+v, DecodeProtected %+v, %v", h, hp, perr)
+		}
 		if err != nil {
 			return
 		}

@@ -292,6 +292,19 @@ func Decode(pkt []byte, jobKey uint64) (Header, []byte, error) {
 	return DecodeSplit(pkt[:HeaderSize], pkt[HeaderSize:], jobKey)
 }
 
+// DecodeProtected is Decode of a datagram received from a fabric that
+// protects the bytes it carries (fabric.Protected): a checksum that covers
+// the header alone (FlagReliable, FlagBodyUnsummed) is not verified, since
+// the fabric already vouches for those bytes; one that covers the body too
+// (the sender chose to sum it) is. Everything else is validated as Decode
+// does.
+func DecodeProtected(pkt []byte, jobKey uint64) (Header, []byte, error) {
+	if len(pkt) < HeaderSize {
+		return Header{}, nil, ErrShort
+	}
+	return decodeVerify(pkt[:HeaderSize], pkt[HeaderSize:], len(pkt)-HeaderSize, jobKey, false)
+}
+
 // DecodeSplit is Decode of a datagram received in two places: its header
 // pkt (HeaderSize bytes at least, the rest ignored) and its body. It
 // returns body as the datagram's body.
@@ -314,6 +327,12 @@ func DecodeHead(pkt []byte, n int, jobKey uint64) (Header, error) {
 }
 
 func decode(pkt, body []byte, bodyLen int, jobKey uint64) (Header, []byte, error) {
+	return decodeVerify(pkt, body, bodyLen, jobKey, true)
+}
+
+// decodeVerify is decode that verifies a checksum covering the header
+// alone only with headerSum.
+func decodeVerify(pkt, body []byte, bodyLen int, jobKey uint64, headerSum bool) (Header, []byte, error) {
 	var h Header
 	if len(pkt) < HeaderSize {
 		return h, nil, ErrShort
@@ -349,7 +368,7 @@ func decode(pkt, body []byte, bodyLen int, jobKey uint64) (Header, []byte, error
 	if uint64(h.BodyLen) != uint64(bodyLen) {
 		return h, nil, ErrLength
 	}
-	if le.Uint64(pkt[72:]) != checksum(pkt, summed(pkt, body)) {
+	if sb := summed(pkt, body); (headerSum || sb != nil) && le.Uint64(pkt[72:]) != checksum(pkt, sb) {
 		return h, nil, ErrChecksum
 	}
 	if h.Kind == 0 || h.Kind >= kindEnd {

@@ -71,3 +71,43 @@ func TestDecodeHead(t *testing.T) {
 		t.Errorf("body summed: %v", err)
 	}
 }
+
+// DecodeProtected, for fabrics that protect their bytes, takes a datagram
+// whose checksum covers the header alone without verifying it, and decodes
+// it as Decode does; one whose checksum covers the body is verified, and
+// the rest of the validation is Decode's.
+func TestDecodeProtected(t *testing.T) {
+	body := make([]byte, 50)
+	for _, f := range []uint8{FlagBodyUnsummed, FlagReliable, FlagBodyUnsummed | FlagAck} {
+		h := Header{Kind: Data, Flags: f, JobKey: key, FragSize: 100, Total: 250, FragIndex: 2}
+		p := encode(h, body)
+		want, _, err := Decode(p, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clear(p[72:80]) // no checksum at all
+		got, b, err := DecodeProtected(p, key)
+		if err != nil || got.Flags != want.Flags || got.Total != want.Total || got.FragIndex != want.FragIndex || len(b) != len(body) {
+			t.Errorf("flags %#x, checksum cleared: %+v, %d bytes, %v; want %+v", f, got, len(b), err, want)
+		}
+		if _, _, err := DecodeProtected(p, key+1); !errors.Is(err, ErrJobKey) {
+			t.Errorf("flags %#x, another job: %v", f, err)
+		}
+		if _, _, err := DecodeProtected(p[:len(p)-1], key); !errors.Is(err, ErrLength) {
+			t.Errorf("flags %#x, a byte short: %v", f, err)
+		}
+		if _, _, err := DecodeProtected(p[:HeaderSize-1], key); !errors.Is(err, ErrShort) {
+			t.Errorf("flags %#x, short header: %v", f, err)
+		}
+	}
+	// A body the sender summed is verified.
+	h := Header{Kind: Data, JobKey: key, FragSize: 100, Total: 250, FragIndex: 2}
+	p := encode(h, body)
+	if _, _, err := DecodeProtected(p, key); err != nil {
+		t.Errorf("summed: %v", err)
+	}
+	p[HeaderSize+3] ^= 0x40
+	if _, _, err := DecodeProtected(p, key); !errors.Is(err, ErrChecksum) {
+		t.Errorf("summed, body changed: %v", err)
+	}
+}
