@@ -146,14 +146,14 @@ func (b *batch) addBundle(rt *route, h *wire.Header, body []byte) {
 func (d *dispatcher) onBundle(p *peer, h *wire.Header, body []byte) {
 	d.touch(p)
 	p.rxmu.Lock()
+	m := *h // each message's header in turn (wire.Header.Unbundle)
 	for i := 0; i < int(h.FragIndex); i++ {
-		s, data, rest, err := wire.NextSub(body)
-		if err != nil {
+		data, rest, ok := m.Unbundle(h, i, body)
+		if !ok {
 			d.c.drops[DropLength].Add(1) // wire.Decode checked it: never
 			break
 		}
 		body = rest
-		m := h.Message(i, &s)
 		d.acceptLocked(p, &m, data)
 	}
 	d.deliverLocked()

@@ -151,17 +151,17 @@ func (d *dispatcher) onReliableBundle(p *peer, h *wire.Header, body []byte) {
 	rx := &p.rx
 	p.rxmu.Lock()
 	defer p.rxmu.Unlock()
+	m := *h // each message's header in turn (wire.Header.Unbundle)
 	for i := 0; i < int(h.FragIndex) && !d.held; i++ {
-		s, data, rest, err := wire.NextSub(body)
-		if err != nil {
+		data, rest, ok := m.Unbundle(h, i, body)
+		if !ok {
 			d.c.drops[DropLength].Add(1) // wire.Decode checked it: never
 			break
 		}
 		body = rest
-		if h.MsgID+uint64(i) < rx.nextMsg && !rx.silent {
+		if m.MsgID < rx.nextMsg && !rx.silent {
 			continue // accepted when the bundle came before
 		}
-		m := h.Message(i, &s)
 		d.reliableLocked(p, &m, data)
 	}
 	d.deliverLocked()

@@ -95,6 +95,36 @@ func (h *Header) Message(i int, s *Sub) Header {
 	return m
 }
 
+// Unbundle makes m the header message i of bundle h would have as a
+// datagram of its own (as Message does), given body, the bundle's body
+// from message i's sub-header on, and returns the message's bytes
+// (aliasing body) and the rest of the body; ok is false if body does not
+// start with a valid message. m must be a copy of h (h itself or a header
+// Unbundle made of h): only what differs from message to message is set,
+// so that a receiver taking a bundle apart copies the header once, not
+// once a message.
+func (m *Header) Unbundle(h *Header, i int, body []byte) (data, rest []byte, ok bool) {
+	if len(body) < SubSize {
+		return nil, nil, false
+	}
+	le := binary.LittleEndian
+	n, f := int(le.Uint16(body[12:])), body[14]
+	if f&^FlagAckNow != 0 || n > len(body)-SubSize {
+		return nil, nil, false
+	}
+	m.Flags = h.Flags&^FlagBundle | f
+	m.SrcThread = le.Uint32(body[0:])
+	m.DstThread = le.Uint32(body[4:])
+	m.Tag = int32(le.Uint32(body[8:]))
+	m.MsgID = h.MsgID + uint64(i)
+	m.Seq = h.Seq + uint64(i)
+	m.Total = uint64(n)
+	m.FragIndex = 0
+	m.BodyLen = uint32(n)
+	end := SubSize + n
+	return body[SubSize:end:end], body[end:], true
+}
+
 // checkBundle validates the bundle h with body: flags, count, and that the
 // messages fill the body exactly, each fitting one fragment.
 func checkBundle(h *Header, body []byte) error {
@@ -104,16 +134,21 @@ func checkBundle(h *Header, body []byte) error {
 	if h.FragSize == 0 || h.FragSize > MaxFragment-HeaderSize || h.FragIndex == 0 || h.FragIndex > MaxBundled {
 		return ErrLength
 	}
+	// NextSub's checks on each sub-header, without taking the fields.
 	var total uint64
+	off := 0
 	for i := uint32(0); i < h.FragIndex; i++ {
-		s, _, rest, err := NextSub(body)
-		if err != nil || uint32(s.Len) > h.FragSize {
+		if len(body)-off < SubSize {
 			return ErrLength
 		}
-		total += uint64(s.Len)
-		body = rest
+		n := uint32(binary.LittleEndian.Uint16(body[off+12:]))
+		if body[off+14]&^FlagAckNow != 0 || n > h.FragSize || int(n) > len(body)-off-SubSize {
+			return ErrLength
+		}
+		total += uint64(n)
+		off += SubSize + int(n)
 	}
-	if len(body) != 0 || total != h.Total {
+	if off != len(body) || total != h.Total {
 		return ErrLength
 	}
 	return nil

@@ -66,6 +66,45 @@ func TestBundleRoundTrip(t *testing.T) {
 	}
 }
 
+// Unbundle, reusing one header for all the messages of a bundle, gives
+// each the header and bytes NextSub and Message give it, and refuses a
+// sub-header with unknown flags or a length past the body's end.
+func TestUnbundle(t *testing.T) {
+	msgs := [][]byte{[]byte("one"), {}, bytes.Repeat([]byte{7}, 64), []byte("four")}
+	subs := []Sub{{SrcThread: 1, DstThread: 2, Tag: -3}, {SrcThread: 4, DstThread: 5, Tag: 6, Flags: FlagAckNow},
+		{SrcThread: 7, DstThread: 8, Tag: 9}, {SrcThread: 10, DstThread: 11, Tag: 12}}
+	h0 := Header{JobKey: key, SrcProc: 10, DstProc: 11, Flags: FlagAck | FlagReliable, AckCum: 12, FragSize: 1000,
+		MsgID: 100, Seq: 200, SrcInc: 13, DstInc: 14, Hops: 3}
+	h, body, err := Decode(bundle(h0, subs, msgs), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := h
+	all := body
+	for i := range msgs {
+		s, wdata, wrest, err := NextSub(body)
+		if err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		want := h.Message(i, &s)
+		data, rest, ok := m.Unbundle(&h, i, body)
+		if !ok || m != want || !bytes.Equal(data, wdata) || len(rest) != len(wrest) {
+			t.Fatalf("message %d: got %+v %q %v, want %+v %q", i, m, data, ok, want, wdata)
+		}
+		body = rest
+	}
+	bad := func(name string, fix func(b []byte) []byte) {
+		b := fix(append([]byte(nil), all...))
+		if _, _, ok := m.Unbundle(&h, 0, b); ok {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	bad("short", func(b []byte) []byte { return b[:SubSize-1] })
+	bad("flags", func(b []byte) []byte { b[14] = FlagAck; return b })
+	bad("length", func(b []byte) []byte { b[12], b[13] = 0xff, 0xff; return b })
+	bad("length by one", func(b []byte) []byte { return b[:SubSize+len(msgs[0])-1] })
+}
+
 func TestBundleRejects(t *testing.T) {
 	good := Header{JobKey: key, FragSize: 100}
 	subs := []Sub{{Tag: 1}, {Tag: 2}}

@@ -72,12 +72,16 @@ func checkBundleAccepted(t *testing.T, h *Header, body []byte) {
 		t.Fatalf("bundle accepted: %+v", h)
 	}
 	var total uint64
+	u := *h
 	for i := 0; i < int(h.FragIndex); i++ {
 		s, data, rest, err := NextSub(body)
 		if err != nil {
 			t.Fatalf("message %d of an accepted bundle: %v", i, err)
 		}
 		m := h.Message(i, &s)
+		if udata, urest, ok := u.Unbundle(h, i, body); !ok || u != m || len(udata) != len(data) || len(urest) != len(rest) {
+			t.Fatalf("message %d of an accepted bundle: Unbundle gave %+v, %d bytes, %v; Message %+v, %d bytes", i, u, len(udata), ok, m, len(data))
+		}
 		if m.Flags&FlagBundle != 0 || uint64(len(data)) != FragLen(m.Total, m.FragSize, 0) || int(m.BodyLen) != len(data) {
 			t.Fatalf("message %d of an accepted bundle: %+v with %d bytes", i, m, len(data))
 		}
