@@ -38,6 +38,10 @@ type Engine struct {
 
 	peersMu sync.Mutex
 	peers   atomic.Pointer[map[ProcID]*peer]
+	// peerIdx holds the peers of ids below peerIdxMax by id, made with
+	// peers (setPeers): a stream's every message looks its peer up two
+	// or three times (peer), and indexing costs less than the map.
+	peerIdx atomic.Pointer[[]*peer]
 
 	portsMu  sync.Mutex
 	ports    []*dispatcher
@@ -208,7 +212,7 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 			m[k] = v
 		}
 		m[proc] = p
-		e.peers.Store(&m)
+		e.setPeers(m)
 	}
 	p.routes.Store(&rs)
 	if fwd != nil {
@@ -313,7 +317,7 @@ func (e *Engine) removePeer(proc ProcID, only *peer, err error) {
 				m[k] = v
 			}
 		}
-		e.peers.Store(&m)
+		e.setPeers(m)
 	}
 	e.peersMu.Unlock()
 	if p != nil {
@@ -328,7 +332,35 @@ func (e *Engine) removePeer(proc ProcID, only *peer, err error) {
 	e.failPostedFrom(proc, err)
 }
 
-func (e *Engine) peer(proc ProcID) *peer { return (*e.peers.Load())[proc] }
+func (e *Engine) peer(proc ProcID) *peer {
+	if idx := e.peerIdx.Load(); idx != nil && uint64(proc) < uint64(len(*idx)) {
+		return (*idx)[proc]
+	}
+	return (*e.peers.Load())[proc]
+}
+
+// peerIdxMax bounds the ids of the peers indexed in peerIdx.
+const peerIdxMax = 4096
+
+// setPeers makes m the engine's peers. e.peersMu is held.
+func (e *Engine) setPeers(m map[ProcID]*peer) {
+	n := 0
+	for k := range m {
+		if k < peerIdxMax {
+			n = max(n, int(k)+1)
+		}
+	}
+	idx := make([]*peer, n)
+	for k, v := range m {
+		if k < peerIdxMax {
+			idx[k] = v
+		}
+	}
+	// A reader may find one stored and not yet the other, as it may
+	// load the map just before it is replaced.
+	e.peerIdx.Store(&idx)
+	e.peers.Store(&m)
+}
 
 // Alloc returns memory the first port's fabric can send from directly.
 func (e *Engine) Alloc(n int) []byte {
