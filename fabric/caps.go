@@ -68,3 +68,11 @@ type LostPeers interface {
 	// goroutine noticed (a Send, a Receive) and must not block.
 	OnPeerLost(f func(Endpoint))
 }
+
+// LostCause is implemented by LostPeers ports that can say why they found
+// a peer gone (a transport error, no answer, the peer closing): the engine
+// adds it to the error of the requests the loss fails.
+type LostCause interface {
+	// PeerLostCause is why the port last found ep gone, or nil.
+	PeerLostCause(ep Endpoint) error
+}

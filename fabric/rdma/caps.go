@@ -26,3 +26,25 @@ func (p *Port) peerLost(ep string) {
 		(*f)(Endpoint(ep))
 	}
 }
+
+var _ fabric.LostCause = (*Port)(nil)
+
+// maxCauses bounds the causes kept for PeerLostCause: past it, the older
+// ones are forgotten.
+const maxCauses = 1024
+
+// PeerLostCause is why the port last reported ep lost (a failed work
+// completion, no answer, the peer closing, a failed connection), or nil.
+func (p *Port) PeerLostCause(ep fabric.Endpoint) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.causes[ep.String()]
+}
+
+// noteCauseLocked records why ep is reported lost. p.mu is held.
+func (p *Port) noteCauseLocked(ep string, err error) {
+	if len(p.causes) >= maxCauses {
+		clear(p.causes)
+	}
+	p.causes[ep] = err
+}

@@ -95,6 +95,7 @@ func (p *Port) connFor(ep string) *conn {
 	delete(p.dialing, ep)
 	if err != nil {
 		p.stats.handshakeFailures.Add(1)
+		p.noteCauseLocked(ep, fmt.Errorf("%w: cannot connect: %v", ErrPeerLost, err))
 		if t := time.Now().Add(p.cfg.RetryBackoff); t.After(p.failed[ep]) {
 			p.failed[ep] = t
 		}
@@ -230,6 +231,9 @@ func (c *conn) fail(err error) {
 		p.mu.Lock()
 		if p.conns[c.ep] == c {
 			delete(p.conns, c.ep)
+		}
+		if c.ep != "" {
+			p.noteCauseLocked(c.ep, err)
 		}
 		// A new connection to the peer is not tried for a while: a peer
 		// whose queue pair failed has most likely died, and a dial that

@@ -91,12 +91,13 @@ type Port struct {
 	udClosed bool
 	ahs      map[verbs.GID]*verbs.AH
 
-	mu       sync.Mutex // conns, byQPN, all, dialing, failed, dials, accepted, conn.rem
+	mu       sync.Mutex // conns, byQPN, all, dialing, failed, causes, dials, accepted, conn.rem
 	conns    map[string]*conn
 	byQPN    map[uint32]*conn
 	all      []*conn
 	dialing  map[string]*dialState
 	failed   map[string]time.Time
+	causes   map[string]error      // why each endpoint was last reported lost (PeerLostCause)
 	dials    map[uint32]chan cmMsg // dials waiting for their REP, by datagram QPN
 	accepted map[acceptKey]*conn   // conns made for a peer's REQ
 
@@ -153,7 +154,7 @@ func Listen(cfg Config) (p *Port, err error) {
 		return nil, err
 	}
 	p = &Port{cfg: cfg, conns: map[string]*conn{}, byQPN: map[uint32]*conn{},
-		dialing: map[string]*dialState{}, failed: map[string]time.Time{}, dials: map[uint32]chan cmMsg{},
+		dialing: map[string]*dialState{}, failed: map[string]time.Time{}, causes: map[string]error{}, dials: map[uint32]chan cmMsg{},
 		accepted: map[acceptKey]*conn{}, ahs: map[verbs.GID]*verbs.AH{}, done: make(chan struct{})}
 	defer func() {
 		if err != nil {

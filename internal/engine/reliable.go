@@ -202,7 +202,11 @@ func (p *peer) settleReliable(reqs []*Request, lost uint32, err error) bool {
 		// reason after the fabric took them has them: that is success;
 		// so are messages the fabric says the destination took before
 		// it went.)
-		err = &PeerDownError{Proc: p.proc, Reason: "its port went away during the send"}
+		reason := "its port went away during the send"
+		if l := p.lostErr.Load(); l != nil {
+			reason += " (" + l.Reason + ")"
+		}
+		err = &PeerDownError{Proc: p.proc, Reason: reason}
 	}
 	// Once complete, a request may be reused by its owner: take what is
 	// needed of it first.
@@ -388,6 +392,12 @@ func (d *dispatcher) helpDrive(led bool) {
 // found gone: their sends, and the receives waiting on them.
 func (e *Engine) peerLost(d *dispatcher, ep fabric.Endpoint) {
 	s := ep.String()
+	reason := "its " + d.fab.Kind() + " port is gone"
+	if lc, ok := d.fab.(fabric.LostCause); ok {
+		if err := lc.PeerLostCause(ep); err != nil {
+			reason += ": " + err.Error()
+		}
+	}
 	for _, p := range *e.peers.Load() {
 		rs := p.routes.Load()
 		if rs == nil {
@@ -395,7 +405,7 @@ func (e *Engine) peerLost(d *dispatcher, ep fabric.Endpoint) {
 		}
 		for _, rt := range *rs {
 			if rt.disp == d && rt.ep.String() == s {
-				err := &PeerDownError{Proc: p.proc, Reason: "its " + d.fab.Kind() + " port is gone"}
+				err := &PeerDownError{Proc: p.proc, Reason: reason}
 				p.lost.Add(1)
 				p.lostErr.Store(err)
 				p.fail(err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -179,6 +180,42 @@ func TestReliablePeerLost(t *testing.T) {
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("the loss took %v to show", d)
+	}
+}
+
+// causePort is a shared-memory port that says why it lost a peer
+// (fabric.LostCause).
+type causePort struct {
+	*shm.Port
+	asked atomic.Int32
+}
+
+var errTestCause = errors.New("transport retry counter exceeded (test)")
+
+func (p *causePort) PeerLostCause(fabric.Endpoint) error {
+	p.asked.Add(1)
+	return errTestCause
+}
+
+// TestReliablePeerLostCause: the error of a request failed by a peer's
+// loss carries the port's cause of the loss (fabric.LostCause), so that
+// "its port is gone" says why.
+func TestReliablePeerLostCause(t *testing.T) {
+	a, b := shmPorts(t)
+	ca := &causePort{Port: a}
+	e0, e1 := pair(t, ca, b, Config{UnreachableTimeout: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	r := e0.newRecv(0, 1, 0, 5, nil)
+	e0.post(r)
+	e1.Close()
+	s := e0.newSend(0, 1, 0, 0, make([]byte, 8<<20))
+	e0.post(s)
+	for _, q := range []*Request{s, r} {
+		err := q.Wait(ctx)
+		if !errors.Is(err, ErrPeerDown) || !strings.Contains(fmt.Sprint(err), errTestCause.Error()) {
+			t.Fatalf("request failed with %v (the port was asked %d times), want ErrPeerDown saying %q", err, ca.asked.Load(), errTestCause)
+		}
 	}
 }
 
