@@ -26,12 +26,15 @@ const (
 	offSleeping  = 64 // u32: 1 while the receiver sleeps on its doorbell (bell_linux.go)
 
 	// Slot header fields, relative to the slot's start. The second cache
-	// line is written by the consumer (head), the fourth by a producer
-	// about to sleep (wantHead, takeWait); the third is left empty, so
-	// that neither shares a pair of lines with the other. A message itself
-	// crosses in the ring's bytes alone (see ring.put): the consumer reads
-	// no line the producer writes but the record's, and the producer reads
-	// the head only when the room it last saw runs out.
+	// line is written by the consumer (head), the third by the producer
+	// (tail), the fourth by a producer about to sleep (wantHead,
+	// takeWait). A record is published by its own header (see ring.put);
+	// the tail is only a hint of how far the records go, which the
+	// consumer reads beside the header it polls (the two misses overlap)
+	// so that it does not read the header after the last record, in a
+	// line of its own for a record of more than a few bytes, to learn
+	// that nothing follows. The producer reads the head only when the
+	// room it last saw runs out.
 	slotHeader   = 256
 	slotOwner    = 0   // u32: pid of the producing process, 0 when free
 	slotReleased = 4   // u32: 1 once the producer let go of the slot
@@ -41,6 +44,7 @@ const (
 	slotCMA      = 32  // u32: whether the consumer may read the producer's memory
 	slotHead     = 64  // u64: consumer position (bytes ever consumed)
 	slotRoomBell = 72  // u32: futex word the consumer bumps to wake a producer waiting for room
+	slotTail     = 128 // u64: producer position after its last record (a hint)
 	slotWantHead = 192 // u64: consumer position a sleeping producer waits for (0: none)
 	slotTakeWait = 200 // u32: producer threads asleep until the consumer takes what was written (WaitTaken)
 

@@ -529,23 +529,27 @@ func (p *Port) collect(msgs [][]byte) int {
 		if r == nil {
 			r = p.inRing(i)
 		}
-		if r != nil && !r.held && !r.broken && !r.empty() {
-			got, corrupt := r.take(msgs[n:], p.at[n:], p.cfg.MaxDatagram)
-			if got > 0 && !r.probed {
-				p.probe(r)
-			}
-			for j := n; j < n+got; j++ {
-				p.src[j] = int32(i)
-			}
-			n += got
-			p.taken = true
-			if corrupt {
-				// The producer broke the ring's format: what it holds can
-				// no longer be delimited. Count it, and take nothing more
-				// from it until the producer is gone and the slot is
-				// reset.
-				p.st.corrupt.Add(1)
-				r.broken = true
+		// The tail is read before the header, and neither load waits
+		// for the other.
+		if r != nil && !r.held && !r.broken {
+			if tail := atomic.LoadUint64(r.tail); !r.empty() {
+				got, corrupt := r.take(msgs[n:], p.at[n:], p.cfg.MaxDatagram, tail)
+				if got > 0 && !r.probed {
+					p.probe(r)
+				}
+				for j := n; j < n+got; j++ {
+					p.src[j] = int32(i)
+				}
+				n += got
+				p.taken = true
+				if corrupt {
+					// The producer broke the ring's format: what it holds can
+					// no longer be delimited. Count it, and take nothing more
+					// from it until the producer is gone and the slot is
+					// reset.
+					p.st.corrupt.Add(1)
+					r.broken = true
+				}
 			}
 		}
 		if i++; i == hw {

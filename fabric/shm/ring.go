@@ -18,6 +18,7 @@ type ring struct {
 	dp   unsafe.Pointer
 	sz   uint64
 	head *uint64
+	tail *uint64
 
 	// Producer side: the position to write next.
 	// Consumer side: the position to read next, and the position already
@@ -48,6 +49,7 @@ func newRing(s *segment, i int) *ring {
 		dp:   unsafe.Pointer(&data[0]),
 		sz:   uint64(len(data)),
 		head: u64at(s.mem, base+slotHead),
+		tail: u64at(s.mem, base+slotTail),
 	}
 }
 
@@ -94,6 +96,7 @@ func (r *ring) put(head, body []byte) bool {
 		atomic.StoreUint64(r.header(idx), recordWord(wrapMark))
 	}
 	r.pos = end - recordHeader
+	atomic.StoreUint64(r.tail, r.pos)
 	return true
 }
 
@@ -147,13 +150,16 @@ func (r *ring) empty() bool { return atomic.LoadUint64(r.header(r.pos)) == 0 }
 // valid until release. A record whose length cannot be right (the
 // producer wrote garbage) ends the reading of this ring: take reports
 // corrupt, and the caller discards the ring.
-func (r *ring) take(msgs [][]byte, at []uint64, maxLen int) (n int, corrupt bool) {
+//
+// tail is the producer's tail as read before the first header: past the
+// first record, take reads no header at or beyond it.
+func (r *ring) take(msgs [][]byte, at []uint64, maxLen int, tail uint64) (n int, corrupt bool) {
 	// At most a quarter of the ring per batch: its room goes back to the
 	// producer when the batch is handled, so the producer fills one part
 	// of the ring while the consumer empties another.
 	stop := r.pos + r.sz/4
 	at = at[:len(msgs)]
-	for n < len(msgs) && (n == 0 || r.pos < stop) {
+	for n < len(msgs) && (n == 0 || r.pos < stop && r.pos < tail) {
 		idx := r.pos & r.mask
 		h := atomic.LoadUint64(r.header(idx))
 		if h == 0 {
@@ -206,6 +212,7 @@ func (r *ring) reset() {
 	// What the last producer wrote stays in the ring: the next one starts
 	// at a zero header.
 	atomic.StoreUint64(r.header(0), 0)
+	store64(r.mem, r.base+slotTail, 0)
 	store64(r.mem, r.base+slotHead, 0)
 	r.pos, r.published, r.broken = 0, 0, false
 	store64(r.mem, r.base+slotStart, 0)
