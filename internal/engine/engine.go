@@ -29,12 +29,20 @@ type Engine struct {
 	spinScore atomic.Int32
 	spinTries atomic.Uint32
 
+	// budgetUsed is written by every thread that frees a message, on a
+	// cache line of its own: beside it, the deadline of the deferred
+	// acknowledgements (acks.due), which a driving thread reads at every
+	// empty poll, went back and forth between the CPUs with it.
+	_          [64]byte
 	budgetUsed atomic.Int64
+	_          [56]byte
 	acks       deferredAcks // acknowledgements waiting for a reply (ackout.go)
 	// room counts the events that may let a held datagram in (see
 	// reliable.go): budget or a control block freed, a receive posted,
-	// routes set.
-	room atomic.Uint64
+	// routes set. holders says a port can hold datagrams (one on the
+	// reliable path): without one, nobody reads room.
+	room    atomic.Uint64
+	holders atomic.Bool
 
 	peersMu sync.Mutex
 	peers   atomic.Pointer[map[ProcID]*peer]
@@ -101,6 +109,11 @@ func (e *Engine) AddPort(fab fabric.Port, mode Mode) (int, error) {
 	d := &dispatcher{e: e, fab: fab, mode: mode, idx: len(e.ports)}
 	d.prog.init(fab)
 	d.adoptCaps()
+	if d.holder != nil {
+		// Before the port runs (go d.loop below): a resumeHeld that
+		// still finds no holder comes before anything the port holds.
+		e.holders.Store(true)
+	}
 	e.ports = append(e.ports, d)
 	ps := append([]*dispatcher(nil), e.ports...)
 	e.portList.Store(&ps)

@@ -349,3 +349,22 @@ func TestReliableConcurrentIsends(t *testing.T) {
 	}
 	t.Logf("%d messages", sent)
 }
+
+// TestRoomCountedOnlyWithHolder: a message freed or a receive posted
+// writes the shared count of room events only when a port can hold
+// datagrams for want of room (shared memory's, on the reliable path);
+// with none (UDP, memory) it writes nothing shared.
+func TestRoomCountedOnlyWithHolder(t *testing.T) {
+	m0, _ := memPair(t, Config{})
+	r := m0.room.Load()
+	m0.resumeHeld()
+	if m0.holders.Load() || m0.room.Load() != r {
+		t.Fatalf("memory ports: holders %v, room %d -> %d", m0.holders.Load(), r, m0.room.Load())
+	}
+	s0, _, _, _ := shmPair(t, Config{})
+	r = s0.room.Load()
+	s0.resumeHeld()
+	if !s0.holders.Load() || s0.room.Load() == r {
+		t.Fatalf("shared-memory ports: holders %v, room %d -> %d", s0.holders.Load(), r, s0.room.Load())
+	}
+}
