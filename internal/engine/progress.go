@@ -356,8 +356,12 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 	e := d.e
 	pr.drive.Lock()
 	defer pr.drive.Unlock()
-	r.driver.Store(d)
-	defer r.driver.Store(nil)
+	if d.mode == Blocking {
+		// Completing r wakes this thread from the fabric (a polling
+		// driver never sleeps in it: nothing to wake).
+		r.driver.Store(d)
+		defer r.driver.Store(nil)
+	}
 	var start, spinUntil int64 // blocking mode: a polling driver never sleeps
 	if d.mode == Blocking {
 		start = nanotime()

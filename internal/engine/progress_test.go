@@ -496,7 +496,10 @@ func TestPollingDispatcherParksWhenIdle(t *testing.T) {
 	waited := make(chan error, 1)
 	go func() { waited <- r.Wait(ctx) }()
 	deadline := time.Now().Add(10 * time.Second)
-	for r.driver.Load() == nil { // the thread holds drive: the dispatcher left the fabric
+	// The thread holds the token and the dispatcher left the fabric (it
+	// parks no more while a thread holds the token).
+	pr := &es[1].ports[0].prog
+	for pr.state.Load() != tokThread || pr.parked.Load() || pr.leads.Load() == before.Leads {
 		if time.Now().After(deadline) {
 			t.Fatal("the waiting thread never drove the port")
 		}
