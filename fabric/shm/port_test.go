@@ -6,7 +6,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -403,6 +405,35 @@ func TestAppendToDatagramLeavesRing(t *testing.T) {
 	_ = append(msgs[0], bytes.Repeat([]byte{'x'}, 64)...)
 	if string(msgs[1]) != "second" {
 		t.Fatalf("an append to the first datagram changed the second: %q", msgs[1])
+	}
+}
+
+// TestStaleTailHint: the producer's tail is only a hint of how far the
+// records go. A receiver that reads it before the producer's last store
+// to it lands still reads every record published, a batch ending early.
+func TestStaleTailHint(t *testing.T) {
+	dir := testDir(t)
+	a, b := listen(t, dir, "a", Config{}), listen(t, dir, "b", Config{})
+	for _, s := range []string{"one", "two", "three"} {
+		if _, err := a.Send([]fabric.Datagram{{Body: []byte(s), To: b.LocalEndpoint()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o := a.out["b"]
+	atomic.StoreUint64(o.r.tail, 0)
+	var got []string
+	msgs := make([][]byte, b.BatchSize())
+	for i := 0; i < 10 && len(got) < 3; i++ {
+		n, err := b.Poll(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs[:n] {
+			got = append(got, string(m))
+		}
+	}
+	if strings.Join(got, ",") != "one,two,three" {
+		t.Fatalf("with a stale tail: %q", got)
 	}
 }
 
