@@ -71,6 +71,12 @@ type Request struct {
 	// refs counts the fragments in flight that point at this send.
 	refs atomic.Int32
 
+	// xmit counts the transmissions under way that read the send's data
+	// (cut under the peer's mutex, handed to the fabric after it), with
+	// xmitHeld set when the send was acknowledged meanwhile: the last of
+	// them completes it, so that the data is not read after Send returns.
+	xmit atomic.Int32
+
 	// Send progress, guarded by the peer's mutex.
 	peer     *peer
 	rt       *route
@@ -162,6 +168,34 @@ func (r *Request) setSend(src ThreadID, dstProc ProcID, dstThread ThreadID, tag 
 func (r *Request) setRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag, buf []byte) {
 	r.dstProc = r.eng.cfg.Proc
 	r.dstThread, r.srcProc, r.srcThread, r.tag, r.buf = dst, srcProc, srcThread, tag, buf
+}
+
+// xmitHeld marks a send acknowledged while a transmission still reads its
+// data (Request.xmit).
+const xmitHeld = 1 << 30
+
+// holdForXmit reports whether a transmission of r's data is under way, and
+// if so leaves r's completion to the last of them (xmitDone).
+func (r *Request) holdForXmit() bool {
+	for {
+		v := r.xmit.Load()
+		if v == 0 {
+			return false
+		}
+		if r.xmit.CompareAndSwap(v, v|xmitHeld) {
+			return true
+		}
+	}
+}
+
+// xmitDone ends one transmission of r's data. It reports whether r was
+// acknowledged meanwhile and is now for the caller to complete.
+func (r *Request) xmitDone() bool {
+	if r.xmit.Add(-1) != xmitHeld {
+		return false
+	}
+	r.xmit.Store(0)
+	return true
 }
 
 // complete finishes the request once; later calls are ignored. It reports

@@ -140,6 +140,9 @@ func (p *peer) pumpBatch(rs routeSet, now int64) bool {
 	p.e.transmitRuns(b.ports, b.dgs)
 	p.xmitMu.Unlock()
 	for _, r := range b.reqs {
+		if r.xmitDone() && r.complete(nil) {
+			b.ports[0].c.msgsSent.Add(1) // acknowledged during the transmission
+		}
 		if r.refs.Add(-1) == 0 {
 			r.free()
 		}
@@ -289,6 +292,7 @@ func (p *peer) build(b *batch, rt *route, en *txEntry) {
 		// The body is read by the transmission after p.mu is released:
 		// the request (and a posted copy) stays referenced until then.
 		r.refs.Add(1)
+		r.xmit.Add(1)
 		b.reqs = append(b.reqs, r)
 	}
 	i := len(b.dgs)

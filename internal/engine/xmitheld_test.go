@@ -1,0 +1,91 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pcor-go/pcor/fabric/mem"
+)
+
+// A send acknowledged while a retransmission of its data is still being
+// handed to the fabric completes only once that transmission has read the
+// data: after Send returns, the engine no longer reads the caller's buffer,
+// which the caller may at once reuse (for a receive, say).
+func TestAckDuringRetransmissionWaitsForIt(t *testing.T) {
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	gateA := &gatePort{Port: a, entered: make(chan struct{}), open: make(chan struct{})}
+	gateB := &gatePort{Port: b, entered: make(chan struct{}), open: make(chan struct{}), armed: true}
+	e0, _ := pair(t, gateA, gateB, Config{})
+	defer func() {
+		for _, g := range []*gatePort{gateA, gateB} {
+			select {
+			case <-g.open:
+			default:
+				close(g.open)
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	data := []byte("the caller's buffer")
+	r := e0.newSend(0, 1, 0, 5, data)
+	r.ackNow = true
+	e0.post(r)
+
+	// The message reached process 1, whose acknowledgement is held in its
+	// port; process 0 times out and sends the message again, and that
+	// transmission is held in its port, still to read the data.
+	select {
+	case <-gateB.entered:
+	case <-ctx.Done():
+		t.Fatal("process 1 never acknowledged")
+	}
+	gateA.mu.Lock()
+	gateA.armed = true
+	gateA.mu.Unlock()
+	select {
+	case <-gateA.entered:
+	case <-ctx.Done():
+		t.Fatal("process 0 never sent the message again")
+	}
+
+	// The acknowledgement arrives and is taken while the transmission is
+	// held.
+	acks := e0.Stats()[0].AcksRecv
+	close(gateB.open)
+	for e0.Stats()[0].AcksRecv == acks {
+		if ctx.Err() != nil {
+			t.Fatal("process 0 never took the acknowledgement")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p := e0.peer(1)
+	for {
+		p.mu.Lock()
+		inFlight := p.tx.rlen
+		p.mu.Unlock()
+		if inFlight == 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the acknowledgement retired nothing")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond) // whatever follows the acknowledgement has run
+	if done, _ := r.Test(); done {
+		t.Fatal("the send completed while a transmission still read its data")
+	}
+
+	close(gateA.open)
+	if err := r.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := e0.Stats()[0].MessagesSent; s != 1 {
+		t.Errorf("MessagesSent = %d, want 1", s)
+	}
+}
