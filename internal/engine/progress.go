@@ -89,6 +89,10 @@ type progress struct {
 	// leftAt is when the batch that completed a driver's request began,
 	// for letGo (0: unknown, read the clock); used by the token's holder.
 	leftAt int64
+	// procs is GOMAXPROCS as a driver last read it, procsAge how many
+	// drives ago modulo 256 (guarded by drive).
+	procs    int32
+	procsAge uint8
 
 	// Counters (PortStats): leads, tokens taken by a waiting thread (of
 	// which steals, from the dispatcher); handbacks, a leaving driver gave
@@ -100,6 +104,10 @@ type progress struct {
 	leads, steals, handbacks, giveBacks, reclaims atomic.Uint64
 	threadBatches, dispatcherBatches, sleeps      atomic.Uint64
 }
+
+// drivers counts the threads driving a port in driveFor, in all the
+// engines of the process.
+var drivers atomic.Int32
 
 // snapshot copies the progress counters into s.
 func (pr *progress) snapshot(s *PortStats) {
@@ -368,6 +376,19 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 		spinUntil = start + int64(driveSpin)
 	}
 	var batchAt int64 // when the batch just handled began (0: none since the last poll)
+	// With as many drivers spinning in the process as it has processors
+	// (two nodes of one process, or one driver at GOMAXPROCS=1), the
+	// goroutine that is to answer may wait for this very processor: give
+	// it up at every empty poll, not every 64th (osYield gives the CPU to
+	// other threads, not the processor to other goroutines), or each leg
+	// of a ping-pong between them lasts a whole spin.
+	if pr.procsAge++; pr.procsAge == 1 {
+		// Read now and then only: runtime.GOMAXPROCS takes the
+		// scheduler's lock.
+		pr.procs = int32(runtime.GOMAXPROCS(0))
+	}
+	crowded := drivers.Add(1) >= pr.procs
+	defer drivers.Add(-1)
 	for polls := 0; ; polls++ {
 		if r.state.Load() == stateDone {
 			pr.leftAt = batchAt // a clock read fewer for letGo
@@ -402,7 +423,7 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 				if d.mode == Blocking {
 					osYield() // see driveSpin
 				}
-				if polls%64 == 63 {
+				if polls%64 == 63 || crowded {
 					runtime.Gosched()
 				}
 				continue
