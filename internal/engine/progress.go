@@ -109,6 +109,23 @@ type progress struct {
 // engines of the process.
 var drivers atomic.Int32
 
+// gomaxprocs is GOMAXPROCS as a driver last read it (0: not yet).
+var gomaxprocs atomic.Int32
+
+// crowdedDriver counts the caller as a thread spinning on a port and
+// reports whether the process has as many as processors: then the
+// goroutine that is to answer may wait for the caller's processor, which
+// the caller gives up at every pass of its spin. The caller calls
+// drivers.Add(-1) when it stops.
+func crowdedDriver() bool {
+	n := gomaxprocs.Load()
+	if n == 0 {
+		n = int32(runtime.GOMAXPROCS(0))
+		gomaxprocs.Store(n)
+	}
+	return drivers.Add(1) >= n
+}
+
 // snapshot copies the progress counters into s.
 func (pr *progress) snapshot(s *PortStats) {
 	s.Leads = pr.leads.Load()
@@ -386,6 +403,7 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 		// Read now and then only: runtime.GOMAXPROCS takes the
 		// scheduler's lock.
 		pr.procs = int32(runtime.GOMAXPROCS(0))
+		gomaxprocs.Store(pr.procs)
 	}
 	crowded := drivers.Add(1) >= pr.procs
 	defer drivers.Add(-1)

@@ -308,6 +308,8 @@ func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
 			d.letGo()
 		}
 	}()
+	crowded := crowdedDriver() // see driveFor
+	defer drivers.Add(-1)
 	start := nanotime()
 	for i := 0; ; i++ {
 		taken, err := f.Taken(r.rt.ep)
@@ -342,7 +344,7 @@ func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
 			if d.mode == Blocking {
 				osYield()
 			}
-			if i%64 == 63 {
+			if i%64 == 63 || crowded {
 				runtime.Gosched()
 			}
 		case tw != nil:
