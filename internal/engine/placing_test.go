@@ -103,22 +103,50 @@ func TestReceiveInPlaceFirstFragment(t *testing.T) {
 	defer cancel()
 	sizes := []int{64 << 10, 64<<10 + 7, 100 << 10}
 	const n = 30
-	var recvs, sends [n]*Request
-	var data [n][]byte
+	// Under load the receiver falls behind, and a first fragment that
+	// arrives with others in one batch is not peeked: a stream sees 31-38
+	// of 58 then, about one in 25 under -race at load 19 (48 of 58 is
+	// usual). A stream that places 2 in 3 tells that the peek works; up to
+	// three streams are tried, and all must come out whole.
+	const tries = 3
+	for try := 1; ; try++ {
+		in, frags, peeks := placeFirstFragments(ctx, t, es[0], rx, sizes, n, uint64(try)*n)
+		if peeks != 0 && in*3 >= 2*frags {
+			break
+		}
+		if try == tries {
+			t.Fatalf("%d of %d fragments received in place (%d messages started from a head peeked), want at least 2 in 3 in one of %d streams",
+				in, frags, peeks, tries)
+		}
+	}
+}
+
+// placeFirstFragments sends a stream of n messages into receives posted
+// ahead and reports how many of the fragments after the first message's
+// were received in place, how many there were, and how many messages were
+// started from a head peeked.
+func placeFirstFragments(ctx context.Context, t *testing.T, tx, rx *Engine, sizes []int, n int, seed uint64) (in, frags, peeks uint64) {
+	t.Helper()
+	recvs, sends := make([]*Request, n), make([]*Request, n)
+	data := make([][]byte, n)
 	for i := range n {
-		data[i] = quickPattern(sizes[i%len(sizes)], uint64(i))
+		data[i] = quickPattern(sizes[i%len(sizes)], seed+uint64(i))
 		recvs[i] = rx.newRecv(4, 0, 3, 9, make([]byte, len(data[i])))
 		rx.post(recvs[i])
 	}
+	var peeks0 uint64
+	for _, s := range rx.Stats() {
+		peeks0 += s.PeekStarts
+	}
 	// The first message alone: its first fragment comes before any was
 	// placed, and may come with the next ones in one batch.
-	sends[0] = send(t, es[0], 3, 1, 4, 9, data[0])
+	sends[0] = send(t, tx, 3, 1, 4, 9, data[0])
 	if err := recvs[0].Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	in0, _, _ := placedStats(rx)
+	in0, lost0, _ := placedStats(rx)
 	for i := 1; i < n; i++ {
-		sends[i] = send(t, es[0], 3, 1, 4, 9, data[i])
+		sends[i] = send(t, tx, 3, 1, 4, 9, data[i])
 	}
 	for i := range n {
 		if err := sends[i].Wait(ctx); err != nil {
@@ -132,19 +160,16 @@ func TestReceiveInPlaceFirstFragment(t *testing.T) {
 		}
 	}
 	in1, lost, _ := placedStats(rx)
-	var peeks uint64
 	for _, s := range rx.Stats() {
 		peeks += s.PeekStarts
 	}
-	frags := uint64(2 * (n - 1))
+	peeks -= peeks0
+	frags = uint64(2 * (n - 1))
 	t.Logf("%d of %d fragments received in place; %d messages started from a head peeked; lost %d", in1-in0, frags, peeks, lost)
-	if peeks == 0 || (in1-in0)*3 < 2*frags {
-		t.Fatalf("%d of %d fragments received in place (%d messages started from a head peeked), want at least 2 in 3",
-			in1-in0, frags, peeks)
-	}
-	if lost != 0 {
+	if lost != lost0 || lost != 0 {
 		t.Fatalf("%d fragments received in place dropped with no receive cancelled", lost)
 	}
+	return in1 - in0, frags, peeks
 }
 
 // With losses, duplicates, corruption and reordering on the way, the
