@@ -309,7 +309,7 @@ func TestGatewayNetns(t *testing.T) {
 	}
 	pc.do("waitroute 0 1")
 
-	sizes := []int{1, 100, 1472, 64 << 10, 1 << 20, 16 << 20}
+	sizes := []int{1, 100, 1472, 64 << 10, 1 << 20, 2 << 20}
 	total := 0
 	for _, s := range sizes {
 		total += s
