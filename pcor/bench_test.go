@@ -199,22 +199,7 @@ func pingPong(ctx context.Context, b *testing.B, ta, tc *pcor.Thread, msg, bufA,
 }
 
 // shmPair opens two nodes of this process on shared-memory ports.
-func shmPair(b testing.TB) (*pcor.Node, *pcor.Node) {
-	a, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, Listen: []pcor.Listen{{Fabric: "shm"}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	c, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: jobKey, Listen: []pcor.Listen{{Fabric: "shm"}},
-		Peers: []pcor.Peer{{Proc: 0, Fabric: "shm", Addr: a.Endpoints()[0].Addr}}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := a.AddPeer(pcor.Peer{Proc: 1, Fabric: "shm", Addr: c.Endpoints()[0].Addr}); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { a.Close(); c.Close() })
-	return a, c
-}
+func shmPair(b testing.TB) (*pcor.Node, *pcor.Node) { return shmPairMode(b, pcor.Blocking) }
 
 // BenchmarkRate64Shm streams 64-byte messages one way over shared memory
 // with 64 in flight, between two nodes of this process; the receiver keeps

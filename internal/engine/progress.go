@@ -89,10 +89,6 @@ type progress struct {
 	// leftAt is when the batch that completed a driver's request began,
 	// for letGo (0: unknown, read the clock); used by the token's holder.
 	leftAt int64
-	// procs is GOMAXPROCS as a driver last read it, procsAge how many
-	// drives ago modulo 256 (guarded by drive).
-	procs    int32
-	procsAge uint8
 
 	// Counters (PortStats): leads, tokens taken by a waiting thread (of
 	// which steals, from the dispatcher); handbacks, a leaving driver gave
@@ -109,8 +105,13 @@ type progress struct {
 // engines of the process.
 var drivers atomic.Int32
 
-// gomaxprocs is GOMAXPROCS as a driver last read it (0: not yet).
-var gomaxprocs atomic.Int32
+// gomaxprocs is GOMAXPROCS as a driver last read it; procsAge counts the
+// drives, so that it is read again every 256th (runtime.GOMAXPROCS takes
+// the scheduler's lock).
+var (
+	gomaxprocs atomic.Int32
+	procsAge   atomic.Uint32
+)
 
 // crowdedDriver counts the caller as a thread spinning on a port and
 // reports whether the process has as many as processors: then the
@@ -118,12 +119,10 @@ var gomaxprocs atomic.Int32
 // the caller gives up at every pass of its spin. The caller calls
 // drivers.Add(-1) when it stops.
 func crowdedDriver() bool {
-	n := gomaxprocs.Load()
-	if n == 0 {
-		n = int32(runtime.GOMAXPROCS(0))
-		gomaxprocs.Store(n)
+	if procsAge.Add(1)%256 == 1 {
+		gomaxprocs.Store(int32(runtime.GOMAXPROCS(0)))
 	}
-	return drivers.Add(1) >= n
+	return drivers.Add(1) >= gomaxprocs.Load()
 }
 
 // snapshot copies the progress counters into s.
@@ -399,13 +398,7 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 	// it up at every empty poll, not every 64th (osYield gives the CPU to
 	// other threads, not the processor to other goroutines), or each leg
 	// of a ping-pong between them lasts a whole spin.
-	if pr.procsAge++; pr.procsAge == 1 {
-		// Read now and then only: runtime.GOMAXPROCS takes the
-		// scheduler's lock.
-		pr.procs = int32(runtime.GOMAXPROCS(0))
-		gomaxprocs.Store(pr.procs)
-	}
-	crowded := drivers.Add(1) >= pr.procs
+	crowded := crowdedDriver()
 	defer drivers.Add(-1)
 	for polls := 0; ; polls++ {
 		if r.state.Load() == stateDone {

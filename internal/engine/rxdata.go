@@ -52,24 +52,16 @@ func (d *dispatcher) wholeLocked(p *peer, h *wire.Header, body []byte, reliable 
 	s := e.table.stripe(k.dstThread)
 	s.mu.Lock()
 	r := e.table.takePosted(s, k, hk)
-	s.mu.Unlock()
-	var m *mcb
 	if r == nil {
 		// Unexpected: stored in a control block with budget of its own.
-		if h.Total > chunkSize || h.Total >= ownMin {
+		m := d.unexpectedLocked(k, h, body)
+		if m == nil {
+			s.mu.Unlock()
 			return false // the general path may give it to a receive
 		}
-		if m = e.pool.get(); m == nil {
-			return false
-		}
-		if !d.reserve(int64(h.Total)) {
-			e.pool.put(m)
-			return false
-		}
-		m.key, m.msgID, m.reserved = k, h.MsgID, int64(h.Total)
-		m.start(h.Total, h.FragSize, 1, &e.bufs)
-		m.place(0, body)
+		e.table.enqueue(s, m, hk)
 	}
+	s.mu.Unlock()
 	if !reliable {
 		// Marked as arrived: in order, so the cumulative point passes it.
 		rx.arrivedLocked(h, e.cfg.AckEvery)
@@ -77,12 +69,10 @@ func (d *dispatcher) wholeLocked(p *peer, h *wire.Header, body []byte, reliable 
 		rx.maxSeen = rx.cum
 	}
 	rx.nextMsg++
-	if m != nil {
-		d.c.msgsRecv.Add(1)
-		d.deliverOneLocked(m, k, hk)
+	d.c.msgsRecv.Add(1)
+	if r == nil {
 		return true
 	}
-	d.c.msgsRecv.Add(1)
 	var err error
 	if r.buf != nil {
 		n := copy(r.buf, body)
@@ -98,6 +88,29 @@ func (d *dispatcher) wholeLocked(p *peer, h *wire.Header, body []byte, reliable 
 	r.setFrom(k)
 	d.wake = append(d.wake, match{r: r, err: err})
 	return true
+}
+
+// unexpectedLocked copies the whole message h (key k) into a control block
+// of its own, with its budget reserved, for wholeLocked to store as
+// unexpected; nil if it is too large for that or there is no block or
+// budget for it. k's stripe lock is held.
+func (d *dispatcher) unexpectedLocked(k key, h *wire.Header, body []byte) *mcb {
+	e := d.e
+	if h.Total > chunkSize || h.Total >= ownMin {
+		return nil
+	}
+	m := e.pool.get()
+	if m == nil {
+		return nil
+	}
+	if !d.reserve(int64(h.Total)) {
+		e.pool.put(m)
+		return nil
+	}
+	m.key, m.msgID, m.reserved = k, h.MsgID, int64(h.Total)
+	m.start(h.Total, h.FragSize, 1, &e.bufs)
+	m.place(0, body)
+	return m
 }
 
 // creditChunk is how much receive budget the holder of a port's token
