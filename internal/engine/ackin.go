@@ -37,7 +37,7 @@ func (p *peer) onAck(a *wire.AckBody, d *dispatcher, now int64) {
 		b.posted = 0
 	}
 	for i, r := range b.done {
-		if !r.holdForXmit() && r.complete(nil) {
+		if r.complete(nil) {
 			d.c.msgsSent.Add(1)
 		}
 		b.done[i] = nil

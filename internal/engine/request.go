@@ -18,6 +18,10 @@ const (
 	statePending uint32 = iota
 	stateClaimed
 	stateDone
+	// stateHeld: a send's outcome is decided (err set) while a
+	// transmission still reads its data; the last one completes it
+	// (Request.xmit). It counts as not yet done.
+	stateHeld
 )
 
 // Request is a pending send or receive. Test polls it, Wait blocks until it
@@ -73,8 +77,10 @@ type Request struct {
 
 	// xmit counts the transmissions under way that read the send's data
 	// (cut under the peer's mutex, handed to the fabric after it), with
-	// xmitHeld set when the send was acknowledged meanwhile: the last of
-	// them completes it, so that the data is not read after Send returns.
+	// xmitHeld set when the send's outcome was decided meanwhile (it was
+	// acknowledged, cancelled, its peer lost, the engine closed): the last
+	// of them completes it, so that the data is not read after Send or
+	// Wait returns, whatever the outcome.
 	xmit atomic.Int32
 
 	// Send progress, guarded by the peer's mutex.
@@ -170,12 +176,13 @@ func (r *Request) setRecv(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag 
 	r.dstThread, r.srcProc, r.srcThread, r.tag, r.buf = dst, srcProc, srcThread, tag, buf
 }
 
-// xmitHeld marks a send acknowledged while a transmission still reads its
-// data (Request.xmit).
+// xmitHeld marks a send whose outcome was decided while a transmission
+// still reads its data (Request.xmit).
 const xmitHeld = 1 << 30
 
 // holdForXmit reports whether a transmission of r's data is under way, and
-// if so leaves r's completion to the last of them (xmitDone).
+// if so leaves r's completion to the last of them (xmitDone). r is in
+// stateHeld.
 func (r *Request) holdForXmit() bool {
 	for {
 		v := r.xmit.Load()
@@ -188,8 +195,9 @@ func (r *Request) holdForXmit() bool {
 	}
 }
 
-// xmitDone ends one transmission of r's data. It reports whether r was
-// acknowledged meanwhile and is now for the caller to complete.
+// xmitDone ends one transmission of r's data. It reports whether r's
+// outcome was decided meanwhile and r is now for the caller to complete
+// (finish).
 func (r *Request) xmitDone() bool {
 	if r.xmit.Add(-1) != xmitHeld {
 		return false
@@ -199,12 +207,30 @@ func (r *Request) xmitDone() bool {
 }
 
 // complete finishes the request once; later calls are ignored. It reports
-// whether this call completed it.
+// whether this call completed it. A send whose data a transmission still
+// reads completes when that transmission returns (holdForXmit): no
+// transmission of its data begins once its outcome is decided (the
+// acknowledgement of its last fragment, a cancel or a refusal turning its
+// fragments into aborts, the stream drained for a failure).
 func (r *Request) complete(err error) bool {
 	if !r.state.CompareAndSwap(statePending, stateClaimed) {
 		return false
 	}
 	r.err = err
+	if r.kind == sendReq && r.xmit.Load() != 0 {
+		// Held before the mark: the transmission that sees the mark
+		// finishes r, after this store.
+		r.state.Store(stateHeld)
+		if r.holdForXmit() {
+			return true
+		}
+	}
+	r.finish()
+	return true
+}
+
+// finish signals r's completion, its outcome set.
+func (r *Request) finish() {
 	// The signal goes before the state: an owner that sees the request
 	// done (a driving waiter, Test) and reuses it finds the signal there
 	// for reset to drain; none can land in the next use. A waiter sets
@@ -218,7 +244,6 @@ func (r *Request) complete(err error) bool {
 	if d := r.driver.Load(); d != nil {
 		d.interrupt()
 	}
-	return true
 }
 
 // Done delivers one value when the request completes. A goroutine that

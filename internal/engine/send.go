@@ -140,8 +140,8 @@ func (p *peer) pumpBatch(rs routeSet, now int64) bool {
 	p.e.transmitRuns(b.ports, b.dgs)
 	p.xmitMu.Unlock()
 	for _, r := range b.reqs {
-		if r.xmitDone() && r.complete(nil) {
-			b.ports[0].c.msgsSent.Add(1) // acknowledged during the transmission
+		if r.xmitDone() {
+			r.finish() // its outcome was decided during the transmission
 		}
 		if r.refs.Add(-1) == 0 {
 			r.free()

@@ -89,3 +89,79 @@ func TestAckDuringRetransmissionWaitsForIt(t *testing.T) {
 		t.Errorf("MessagesSent = %d, want 1", s)
 	}
 }
+
+// A send that completes with an error (cancelled, its peer lost, the
+// engine closed) while a transmission of its data is still being handed to
+// the fabric completes only once that transmission has read the data, as
+// an acknowledged one does: after Wait returns, the engine no longer reads
+// the caller's buffer.
+func TestFailedSendWaitsForTransmission(t *testing.T) {
+	for _, how := range []string{"cancel", "peer lost", "close"} {
+		t.Run(how, func(t *testing.T) {
+			n := mem.NewNetwork()
+			a, _ := n.Listen("a")
+			b, _ := n.Listen("b")
+			gate := &gatePort{Port: a, entered: make(chan struct{}), open: make(chan struct{}), armed: true}
+			e0, _ := pair(t, gate, b, Config{})
+			opened := false
+			release := func() {
+				if !opened {
+					opened = true
+					close(gate.open)
+				}
+			}
+			defer release()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+
+			data := []byte("the caller's buffer")
+			r := e0.newSend(0, 1, 0, 5, data)
+			posted := make(chan struct{})
+			go func() {
+				defer close(posted)
+				e0.post(r) // transmits at once, held in the port
+			}()
+			select {
+			case <-gate.entered:
+			case <-ctx.Done():
+				t.Fatal("the message never reached the port")
+			}
+
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				switch how {
+				case "cancel":
+					r.Cancel()
+				case "peer lost":
+					e0.peer(1).fail(&PeerDownError{Proc: 1, Reason: "test"})
+				case "close":
+					e0.Close()
+				}
+			}()
+			select {
+			case <-ended:
+			case <-time.After(10 * time.Second):
+				if how != "close" {
+					t.Fatal(how + " did not return while a transmission was held")
+				}
+				// Close may wait for what is being sent: let it go.
+			}
+			if done, err := r.Test(); done {
+				t.Fatalf("the send completed (%v) while a transmission still read its data", err)
+			}
+
+			release()
+			if err := r.Wait(ctx); err == nil {
+				t.Fatal("the send succeeded")
+			}
+			for _, c := range []chan struct{}{posted, ended} {
+				select {
+				case <-c:
+				case <-ctx.Done():
+					t.Fatal("the post or the " + how + " never returned")
+				}
+			}
+		})
+	}
+}
