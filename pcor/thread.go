@@ -84,12 +84,13 @@ func (t *Thread) Node() *Node { return t.node }
 // returns a request already done, data may be reused at once, and the
 // copy is kept until the destination acknowledges it, retransmitted from
 // if need be. This holds while the copies awaiting their acknowledgement
-// take less than 16 MiB (each counting its size rounded up to a power of
-// two, plus 256 bytes: about 1,000 copies of EagerLimit bytes, 50,000 of
-// 64 B); beyond that Isend does not copy, and its request
-// completes once the destination accepted the message, so that a sender
-// faster than its receiver is slowed down by its Waits and its copies
-// stay bounded. How a copied message fails:
+// take less than 16 MiB of the process's memory, all destinations
+// together (each counting its size rounded up to a power of two, plus 384
+// bytes for its request: about 1,000 copies of EagerLimit bytes, 37,000 of
+// 64 B); beyond that Isend does not copy, and its request completes once
+// the destination accepted the message, so that a sender faster than its
+// receiver is slowed down by its Waits and its copies stay bounded. Isend
+// never blocks. How a copied message fails:
 //   - a failure known when Isend is called (the destination process is
 //     down or unreachable, the node closed) completes the request with
 //     that error;

@@ -19,17 +19,22 @@ import "time"
 const EagerLimit = 16 << 10
 
 // maxPostedBytes bounds the memory of the posted copies awaiting
-// acknowledgement that IsendCopy and SendBuffered let a process have: each
-// copy counts its buffer and postCost for its request. The bound is in
-// bytes rather than copies so that many threads each streaming small
-// messages (1,000 senders with 64 in flight each) still post copies rather
-// than fall back to a request allocated per message: 16 MiB holds 1,024
-// copies of EagerLimit bytes or about 50,000 of 64 B.
+// acknowledgement that IsendCopy and SendBuffered let a process have, all
+// destinations together: each copy counts its buffer (its size rounded up
+// to a power of two) and postCost for its request. Past it IsendCopy is
+// Isend and SendBuffered is Send. The bound is in bytes rather than copies
+// so that many threads each streaming small messages (1,000 senders with
+// 64 in flight each) still post copies rather than fall back to a request
+// allocated per message: 16 MiB holds 1,000 copies of EagerLimit bytes or
+// about 37,000 of 64 B. The requests and buffers kept for reuse once the
+// copies are acknowledged stay within it too (postsKept, bufClassKeep).
 const maxPostedBytes = 16 << 20
 
-// postCost is what a posted copy counts beyond its buffer: about the size
-// of its request.
-const postCost = 256
+// postCost is what a posted copy counts beyond its buffer: its request
+// (312 bytes, allocated as 320) and the box that carries its buffer (24
+// bytes), with some room. Counting less let a sender whose receiver took
+// nothing hold 21 MB of copies of 64 B under a bound of 16 MiB.
+const postCost = 384
 
 // postRoom reports whether a copy of n bytes may be posted now.
 func (e *Engine) postRoom(n int) bool {

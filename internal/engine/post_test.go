@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -314,5 +315,75 @@ func TestManyStreamsHeld(t *testing.T) {
 				t.Fatalf("thread %d, message %d: %v %v", th, i, r, err)
 			}
 		}
+	}
+}
+
+// The posted copies of a sender faster than its receiver take at most
+// maxPostedBytes of the process's memory, requests included: while the
+// receiver takes nothing, small messages are copied until the bound and
+// IsendCopy then sends as Isend; once the receiver catches up every copy
+// is acknowledged and given back, and the requests and buffers kept for
+// reuse stay within the bound too.
+func TestPostedCopiesMemoryBound(t *testing.T) {
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	fa := faulty.Wrap(a, faulty.Faults{Seed: 1})
+	fa.SetPartitioned(true) // the receiver takes nothing, for now
+	e0, e1 := pair(t, fa, b, Config{UnreachableTimeout: time.Minute})
+	ep := e0.Endpoint(0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	const slack = 1 << 20 // the free lists' slices, the streams' rings
+	base := heap()
+	small := make([]byte, 64)
+	copies := 0
+	var plain *Request
+	for i := 0; plain == nil; i++ {
+		if i > maxPostedBytes/64 {
+			t.Fatalf("%d copies posted, bound %d bytes", i, maxPostedBytes)
+		}
+		if r := ep.IsendCopy(1, 1, 1, small); r.Copied() {
+			copies++
+		} else {
+			plain = r
+		}
+	}
+	used := heap() - min(base, heap())
+	t.Logf("%d copies of %d bytes: heap grew %d bytes (bound %d)", copies, len(small), used, maxPostedBytes)
+	if used > maxPostedBytes+slack {
+		t.Errorf("%d copies of %d bytes take %d bytes, bound %d", copies, len(small), used, maxPostedBytes)
+	}
+
+	// The receiver catches up: everything arrives, every copy is given
+	// back, and what the engine keeps for reuse stays within the bound.
+	fa.SetPartitioned(false)
+	rx := e1.Endpoint(1)
+	for i := range copies + 1 {
+		if _, err := rx.Recv(ctx, 0, 0, 1, nil); err != nil {
+			t.Fatalf("receive %d: %v", i, err)
+		}
+	}
+	if err := plain.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for e0.postedBytes.Load() != 0 {
+		if ctx.Err() != nil {
+			t.Fatalf("%d bytes of copies never acknowledged", e0.postedBytes.Load())
+		}
+		time.Sleep(time.Millisecond)
+	}
+	kept := heap() - min(base, heap())
+	t.Logf("kept for reuse: %d bytes, %d requests", kept, e0.posts.size())
+	if kept > maxPostedBytes+slack {
+		t.Errorf("the engine keeps %d bytes after the copies were acknowledged, bound %d", kept, maxPostedBytes)
 	}
 }
