@@ -81,7 +81,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	if key != "" {
 		k, err := directory.ParseJobKey(key)
 		if err != nil {
-			return nil, err
+			// ParseJobKey's error names the environment variable.
+			return nil, fmt.Errorf("--jobkey %q is not a 64-bit hex key (up to 16 hex digits, 0x allowed)", key)
 		}
 		o.jobKey = k
 	} else {

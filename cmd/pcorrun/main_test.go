@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -320,5 +321,17 @@ func TestCommandTemplate(t *testing.T) {
 	}
 	if shellQuote([]string{"it's"}) != `'it'\''s'` {
 		t.Fatal(shellQuote([]string{"it's"}))
+	}
+}
+
+// A bad --jobkey is reported as the flag's value, not as the environment
+// variable pcorrun passes the key in.
+func TestBadJobKeyNamesFlag(t *testing.T) {
+	_, err := parseFlags([]string{"-n", "2", "--jobkey", "zz", "x"}, io.Discard)
+	if err == nil {
+		t.Fatal("--jobkey zz accepted")
+	}
+	if msg := err.Error(); !strings.Contains(msg, "--jobkey") || strings.Contains(msg, "PCOR_JOBKEY") || !strings.Contains(msg, `"zz"`) {
+		t.Errorf("error %q: want it to name --jobkey and its value, not PCOR_JOBKEY", msg)
 	}
 }
