@@ -210,9 +210,10 @@ func TestIsendCopyAllocsAcrossGC(t *testing.T) {
 	for range 20 {
 		round()
 	}
-	// The bound leaves room for the fabric's check that its peer lives,
-	// which reads /proc every 10 ms (about 10 allocations).
-	if n := testing.AllocsPerRun(10, round) / float64(len(reqs)); n > 1 {
+	// The fabric's look whether its peer lives (every 10 ms) allocates
+	// nothing; it read /proc with about 10 allocations (0.2-0.4 a message
+	// here). What is left is one or two a round, not a message's.
+	if n := testing.AllocsPerRun(10, round) / float64(len(reqs)); n > 0.15 {
 		t.Fatalf("%.2f allocations per message", n)
 	}
 }
