@@ -375,9 +375,12 @@ func (d *dispatcher) giveBack() {
 // its error), or the message is long in coming (not done: the token went
 // back to the dispatcher and the caller waits on r). held reports whether
 // the caller still holds the token.
+//
+// The loop is in drive, which has no defer: with its many returns the
+// compiler would not open-code them, and a defer not open-coded costs
+// about 200 instructions a call (deferprocStack, deferreturn).
 func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool, err error) {
 	pr := &d.prog
-	e := d.e
 	pr.drive.Lock()
 	defer pr.drive.Unlock()
 	if d.mode == Blocking {
@@ -386,12 +389,6 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 		r.driver.Store(d)
 		defer r.driver.Store(nil)
 	}
-	var start, spinUntil int64 // blocking mode: a polling driver never sleeps
-	if d.mode == Blocking {
-		start = nanotime()
-		spinUntil = start + int64(driveSpin)
-	}
-	var batchAt int64 // when the batch just handled began (0: none since the last poll)
 	// With as many drivers spinning in the process as it has processors
 	// (two nodes of one process, or one driver at GOMAXPROCS=1), the
 	// goroutine that is to answer may wait for this very processor: give
@@ -400,6 +397,20 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 	// of a ping-pong between them lasts a whole spin.
 	crowded := crowdedDriver()
 	defer drivers.Add(-1)
+	done, held, err = d.drive(ctx, r, crowded)
+	return done, held, err
+}
+
+// drive is driveFor's loop, pr.drive held.
+func (d *dispatcher) drive(ctx context.Context, r *Request, crowded bool) (done, held bool, err error) {
+	pr := &d.prog
+	e := d.e
+	var start, spinUntil int64 // blocking mode: a polling driver never sleeps
+	if d.mode == Blocking {
+		start = nanotime()
+		spinUntil = start + int64(driveSpin)
+	}
+	var batchAt int64 // when the batch just handled began (0: none since the last poll)
 	for polls := 0; ; polls++ {
 		if r.state.Load() == stateDone {
 			pr.leftAt = batchAt // a clock read fewer for letGo
