@@ -93,6 +93,7 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*report.Result, 
 	if o.fabric != "udp" && o.baselines && o.cmd != "contention" && o.cmd != "idle" {
 		if r.verbsBaseline() {
 			res.Notes = append(res.Notes, verbsNote[o.cmd])
+			res.Notes = append(res.Notes, col.pairedNotes("verbs")...)
 		} else {
 			res.Notes = append(res.Notes, "the same-process baselines do not use the pcor fabric")
 		}

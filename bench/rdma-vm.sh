@@ -7,8 +7,8 @@
 #
 #   -o FILE  markdown to write (default bench/RESULTS-rdma.md; - for stdout only)
 #   -n N     ib_send_lat / ib_write_bw iterations (default 1000)
-#   -i N     bench roundtrip timed round trips per size, over all repetitions (default 300)
-#   -r N     bench repetitions per point, interleaved (default 3: median and spread of 3)
+#   -i N     bench roundtrip timed round trips per size, over all repetitions (default 500)
+#   -r N     bench repetitions per point, interleaved (default 5)
 #   -w N     bench untimed messages before each measurement (default 10)
 #   -m MODES pcor dispatcher modes of the RDMA runs (default blocking,polling)
 #   -u       skip the UDP runs of the same bench commands
@@ -28,8 +28,8 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 VM=$(dirname "${PCOR_RDMA_VM:-$ROOT/../shared/rdma-vm/run.sh}")
 OUT=$ROOT/bench/RESULTS-rdma.md
 PT_ITERS=1000
-RT_ITERS=300
-REPS=3
+RT_ITERS=500
+REPS=5
 WARMUP=10
 MODES=blocking,polling
 UDP=1
@@ -94,6 +94,12 @@ summarize() {
 	/^=================== ib_read_bw/ { sec = "rd"; next }
 	/^--- server side/ { sec = "" }
 	/^### host load:/ { load = $4 " " $5 " " $6 }
+	# "# paired pcor/blocking/verbs at 2: median 1.43x, range [0.90, 2.10], 5 repetitions"
+	/^# paired pcor\/[a-z]+\/verbs at / && tab != "" {
+		split($3, nm, "/"); sz = $5; sub(":$", "", sz); m = $7; sub("x,$", "", m); lo = $9; gsub("[[,]", "", lo); hi = $10; gsub("[],]", "", hi)
+		paired[tab, "pcor/" nm[2], sz] = m " [" lo "–" hi "]"
+		npaired = $11
+	}
 	sec == "lat" && /^ *#bytes/ { getline; lat_size = $1; lat_typ = num($5); lat_avg = num($6); lat_p99 = num($8); next }
 	sec == "bw" && /^ *#bytes/ { getline; bw_size = $1; bw_avg = num($4); next }
 	sec == "rd" && /^ *#bytes/ { getline; rd_size = $1; rd_avg = num($4); next }
@@ -126,6 +132,13 @@ summarize() {
 	}
 	function dash(x) { return x == "" ? "-" : x }
 	function ratio(a, b) { return (a == "" || b == "" || b + 0 == 0) ? "-" : sprintf("%.2f", a / b) }
+	# px is the median and range over the repetitions of the ratio of
+	# each pcor repetition to the verbs repetition sampled next to it, or
+	# else the ratio of the two medians (rx).
+	function px(tab, size, name, a, b, sa, sb) {
+		if ((tab, name, size) in paired) return paired[tab, name, size]
+		return rx(a, b, sa, sb)
+	}
 	# rx is a ratio of two medians with the spreads of both over the repetitions.
 	function rx(a, b, sa, sb,   r) {
 		r = ratio(a, b)
@@ -146,7 +159,7 @@ summarize() {
 		      "only the ratios inside this one run mean anything.\n"
 		print "Generated " now ".\n"
 		print "## Ratios\n"
-		print "Each figure of bench is the median of its repetitions; a ratio of two of them is followed by the spread, (max-min)/median, of numerator and denominator over the repetitions, so that noise can be told from change.\n"
+		print "Each figure of bench is the median of its repetitions, with its spread, (max-min)/median, over them in the tables below. Each ratio of pcor to verbs is paired: every repetition of pcor is divided by the repetition of verbs sampled just before it, and the ratio is the median of these " (npaired ? npaired : "") " ratios, followed by their range [min–max], so that noise can be told from change: a load that comes and goes on the host weighs on both figures of each pair.\n"
 		print "Round trip (median, µs; perftest reports one-way time, so its figure is doubled; the verbs ping-pong was sampled in turn with pcor/blocking, pcor/polling ran after):\n"
 		print "| size | perftest ib_send_lat ×2 (typical) | verbs | pcor/blocking | pcor/polling | verbs/perftest | blocking/verbs | polling/verbs |"
 		print "|---|---|---|---|---|---|---|---|"
@@ -155,7 +168,7 @@ summarize() {
 			s = rs[i]; t = "roundtrip/rdma"; v = field(t, s, "verbs"); p = field(t, s, "pcor/blocking"); q = field(t, s, "pcor/polling")
 			pt = (s == lat_size "") ? sprintf("%.2f", 2 * lat_typ) : ""
 			printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", s, dash(pt), v, p, dash(q), ratio(v, pt),
-				rx(p, v, spread(t, s, "pcor/blocking"), spread(t, s, "verbs")), rx(q, v, spread(t, s, "pcor/polling"), spread(t, s, "verbs"))
+				px(t, s, "pcor/blocking", p, v, spread(t, s, "pcor/blocking"), spread(t, s, "verbs")), px(t, s, "pcor/polling", q, v, spread(t, s, "pcor/polling"), spread(t, s, "verbs"))
 		}
 		print "\nThroughput (median, MB/s = 10^6 B/s):\n"
 		print "| size | perftest ib_write_bw (average) | ib_read_bw (average) | verbs WRITE | pcor/blocking | pcor/polling | verbs/perftest | blocking/verbs | polling/verbs | blocking/ib_read_bw |"
@@ -166,7 +179,7 @@ summarize() {
 			pt = (s == "64K" && bw_size == 65536) ? sprintf("%.2f", bw_avg) : ""
 			rd = (s == "64K" && rd_size == 65536) ? sprintf("%.2f", rd_avg) : ""
 			printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", s, dash(pt), dash(rd), v, p, dash(q), ratio(v, pt),
-				rx(p, v, spread(t, s, "pcor/blocking"), spread(t, s, "verbs")), rx(q, v, spread(t, s, "pcor/polling"), spread(t, s, "verbs")), ratio(p, rd)
+				px(t, s, "pcor/blocking", p, v, spread(t, s, "pcor/blocking"), spread(t, s, "verbs")), px(t, s, "pcor/polling", q, v, spread(t, s, "pcor/polling"), spread(t, s, "verbs")), ratio(p, rd)
 		}
 		if (("roundtrip/udp", "udpconn") in col || ("throughput/udp", "udp") in col) {
 			print "\nSame guest, UDP (pcor over fabric/udp against raw UDP on the guest loopback):\n"

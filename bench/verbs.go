@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/pcor-go/pcor/bench/internal/peer"
 	"github.com/pcor-go/pcor/bench/internal/raw"
+	"github.com/pcor-go/pcor/bench/internal/sizes"
 )
 
 // verbsNote explains the raw verbs baseline of each command.
@@ -48,4 +52,43 @@ func (r *runner) openVerbs(ctx context.Context, s sampler, host peer.Host) (samp
 		})
 	}
 	return s, nil
+}
+
+// pairedNotes gives, for each pcor series at each size, the ratio of each
+// of its repetitions to the repetition of the verbs baseline sampled next
+// to it, in the same turn of interleave: their median and range. A load
+// that comes and goes on the host weighs on both figures of each such
+// ratio, where the ratio of the two series' medians may pair samples
+// taken a minute apart (in the soft-RoCE guest the verbs ping-pong's own
+// repetitions spread by several times under load).
+func (c *collector) pairedNotes(base string) []string {
+	var notes []string
+	bs := c.pts[base]
+	if bs == nil {
+		return nil
+	}
+	for _, s := range c.order {
+		if s == base || !strings.HasPrefix(s, "pcor/") {
+			continue
+		}
+		for _, k := range c.keys[s] {
+			e, b := c.pts[s][k], bs[k]
+			if e == nil || b == nil {
+				continue
+			}
+			var rs []float64
+			for i := 0; i < len(e.reps) && i < len(b.reps); i++ {
+				if b.reps[i] > 0 {
+					rs = append(rs, e.reps[i]/b.reps[i])
+				}
+			}
+			if len(rs) == 0 {
+				continue
+			}
+			slices.Sort(rs)
+			notes = append(notes, fmt.Sprintf("paired %s/%s at %s: median %.2fx, range [%.2f, %.2f], %d repetitions",
+				s, base, sizes.Format(k[0]), median(rs), rs[0], rs[len(rs)-1], len(rs)))
+		}
+	}
+	return notes
 }

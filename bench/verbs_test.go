@@ -51,3 +51,24 @@ func TestRDMAVerbsBaseline(t *testing.T) {
 	}
 	checkPoints(t, r, sizeKeys(64<<10), []string{"verbs", "pcor/blocking"}, []string{"verbs"})
 }
+
+// Each repetition of a pcor series is divided by the verbs repetition of
+// the same turn, not by the verbs median: with the verbs figures 1, 100
+// and 10 and pcor's 2, 200 and 30, each turn gives 2, 2 and 3 (median 2),
+// where the ratio of the medians is 3.
+func TestPairedNotes(t *testing.T) {
+	col := newCollector()
+	for i, v := range []float64{1, 100, 10} {
+		col.add("verbs", 2, 0, sampled{xs: []float64{v}}, nil)
+		col.add("pcor/blocking", 2, 0, sampled{xs: []float64{[]float64{2, 2, 3}[i] * v}}, nil)
+	}
+	col.add("udp", 2, 0, sampled{xs: []float64{5}}, nil)
+	notes := col.pairedNotes("verbs")
+	want := "paired pcor/blocking/verbs at 2: median 2.00x, range [2.00, 3.00], 3 repetitions"
+	if len(notes) != 1 || notes[0] != want {
+		t.Fatalf("paired notes %q, want [%q]", notes, want)
+	}
+	if n := newCollector().pairedNotes("verbs"); len(n) != 0 {
+		t.Fatalf("notes without a verbs series: %q", n)
+	}
+}
