@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/wire"
 )
 
 // route is one way to reach a peer: a local port and the endpoint of the
@@ -97,8 +98,15 @@ type peer struct {
 	// counts the fabric's reports of the peer gone.
 	reliable atomic.Bool
 	sendMu   sync.Mutex
-	sending  atomic.Bool   // sendMu is held
-	lost     atomic.Uint32 // times the fabric reported the peer gone
+	sending  atomic.Bool // sendMu is held
+	// short is the scratch of the short path (shortLocked), guarded by
+	// sendMu: one datagram's header, and the datagram handed to the
+	// fabric.
+	short struct {
+		head [wire.HeaderSize]byte
+		dg   [1]fabric.Datagram
+	}
+	lost atomic.Uint32 // times the fabric reported the peer gone
 	// flushArmed: messages were deferred for a bundle since the last flush
 	// (relbundle.go), and flushTimer (guarded by mu) will send them.
 	flushArmed atomic.Bool

@@ -237,12 +237,74 @@ func (p *peer) settleReliable(reqs []*Request, lost uint32, err error) bool {
 	return err == nil
 }
 
-// transmitMessage hands every fragment of r to its route's fabric, a
-// batch at a time.
-func (p *peer) transmitMessage(b *batch, r *Request) error {
+// shortLocked transmits r at once, a message of one datagram posted while
+// nothing is queued for p and no thread transmits to it: the short path
+// of a send on the reliable path, which takes r straight to the fabric
+// without queueing it, the batch and the pass of the queue that
+// transmitQueuedLocked makes. It reports false, having done nothing, when
+// r needs the queue (more than one datagram, another thread transmitting,
+// the peer failed); p.mu is held, and released when it reports true.
+func (p *peer) shortLocked(r *Request) bool {
+	t := &p.tx
+	rs := p.routes.Load()
+	if t.failed != nil || rs == nil || len(*rs) == 0 {
+		return false
+	}
+	rt := rs.pick(int64(len(r.data)))
+	fragSize := fragSizeFor(uint64(len(r.data)), rt.maxDg-wire.HeaderSize)
+	if fragSize == 0 || wire.FragCount(uint64(len(r.data)), fragSize) != 1 || !p.sendMu.TryLock() {
+		return false
+	}
+	if t.deferred != 0 {
+		p.undeferLocked()
+	}
+	r.started, r.rel = true, true
+	r.msgID = t.nextMsgID
+	t.nextMsgID++
+	r.rt, r.fragSize, r.nfrag = rt, fragSize, 1
+	p.mu.Unlock()
+	p.sending.Store(true)
+	lost := p.lost.Load()
+	reqs := [1]*Request{r}
+	p.settleReliable(reqs[:], lost, p.transmitOne(r))
+	p.sending.Store(false)
+	p.sendMu.Unlock()
+	// A message queued meanwhile by a thread that found sendMu held was
+	// left to this one (see pumpReliable).
+	if p.reliableQueued() {
+		p.pumpReliable()
+	}
+	return true
+}
+
+// transmitOne hands r, a message of one datagram, to its route's fabric,
+// its header encoded in the peer's scratch. p.sendMu is held.
+func (p *peer) transmitOne(r *Request) error {
+	h := p.reliableHeader(r)
+	h.BodyLen = uint32(len(r.data))
+	s := &p.short
+	h.Put(s.head[:])
+	s.dg[0] = fabric.Datagram{Head: s.head[:], Body: r.data, To: r.rt.ep}
+	err := p.e.transmit(r.rt.disp, s.dg[:])
+	s.dg[0] = fabric.Datagram{} // holds no caller's data
+	r.nextFrag = 1
+	if err != nil {
+		return &PeerDownError{Proc: p.proc, Reason: err.Error()}
+	}
+	return nil
+}
+
+// reliableHeader is the header of r's datagrams on the reliable path but
+// for the fragment's index and length.
+//
+// Its checksum is left zero (wire.Header.Put, not Encode): the reliable
+// path runs on protected fabrics only, whose receivers do not verify a
+// checksum of the header alone (wire.DecodeProtected), and a datagram
+// marked wire.FlagReliable that reaches any other port is dropped there
+// whatever its checksum (onReliableData).
+func (p *peer) reliableHeader(r *Request) wire.Header {
 	e := p.e
-	rt := r.rt
-	h := wire.Header{
+	return wire.Header{
 		Kind:      wire.Data,
 		Flags:     wire.FlagReliable | rndvFlag(r),
 		JobKey:    e.cfg.JobKey,
@@ -258,6 +320,14 @@ func (p *peer) transmitMessage(b *batch, r *Request) error {
 		FragSize:  r.fragSize,
 		Total:     uint64(len(r.data)),
 	}
+}
+
+// transmitMessage hands every fragment of r to its route's fabric, a
+// batch at a time.
+func (p *peer) transmitMessage(b *batch, r *Request) error {
+	e := p.e
+	rt := r.rt
+	h := p.reliableHeader(r)
 	for r.nextFrag < r.nfrag {
 		b.reset()
 		for r.nextFrag < r.nfrag && !b.full() {
@@ -266,7 +336,8 @@ func (p *peer) transmitMessage(b *batch, r *Request) error {
 			body := r.data[off : off+wire.FragLen(h.Total, r.fragSize, r.nextFrag)]
 			i := len(b.dgs)
 			head := b.heads[i][:]
-			h.Encode(head, body)
+			h.BodyLen = uint32(len(body))
+			h.Put(head) // no checksum: see reliableHeader
 			b.dgs = append(b.dgs, fabric.Datagram{Head: head, Body: body, To: rt.ep})
 			r.nextFrag++
 		}

@@ -64,6 +64,9 @@ func (e *Engine) isend(r *Request) {
 		p.tx.pendingSince = now
 	}
 	r.peer = p
+	if rel && !behind && p.tx.queue.head == nil && p.shortLocked(r) {
+		return // transmitted, p.mu released
+	}
 	p.tx.enqueue(r)
 	if rel {
 		deferred := p.deferLocked(r, behind)
