@@ -154,6 +154,13 @@ func (d *dispatcher) onBundle(p *peer, h *wire.Header, body []byte) {
 			break
 		}
 		body = rest
+		// A whole message next in its stream takes the short path, as
+		// alone in a datagram (onData), unless one before it in the
+		// bundle completed on the general path and waits in delivered
+		// to enter the receive table: it would overtake that one.
+		if len(d.delivered) == 0 && d.wholeLocked(p, &m, data, false) {
+			continue
+		}
 		d.acceptLocked(p, &m, data)
 	}
 	d.deliverLocked()

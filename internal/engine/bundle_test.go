@@ -134,3 +134,51 @@ func bundleTraffic(t *testing.T, e0, e1 *Engine) {
 		t.Fatalf("%d messages received, %d sent", got, bundledMsgs)
 	}
 }
+
+// The messages of a bundle, in order and each answering a receive posted
+// before it came, take the short path (wholeLocked): each is copied into
+// its receive's buffer with no control block taken for it.
+func TestBundleShortPath(t *testing.T) {
+	n := mem.NewNetwork()
+	a, _ := n.Listen("a")
+	b, _ := n.Listen("b")
+	e0, e1 := pair(t, a, b, Config{})
+	// A guard against a hang, not a timing.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const k = 48
+	rx := e1.Endpoint(10)
+	recvs := make([]*Request, k)
+	for i := range recvs {
+		recvs[i] = rx.Irecv(0, 1, 3, make([]byte, 64))
+	}
+	tx := e0.Endpoint(1)
+	sends := make([]*Request, k)
+	for i := range sends {
+		sends[i] = tx.Isend(1, 10, 3, []byte(fmt.Sprint("message ", i)))
+	}
+	for i, r := range sends {
+		if err := r.Wait(ctx); err != nil {
+			t.Fatalf("send %d: %v", i, err)
+		}
+	}
+	for i, r := range recvs {
+		if err := r.Wait(ctx); err != nil {
+			t.Fatalf("receive %d: %v", i, err)
+		}
+		if got, want := string(r.Data()), fmt.Sprint("message ", i); got != want {
+			t.Fatalf("receive %d: %q, want %q", i, got, want)
+		}
+	}
+	s := e0.Stats()[0]
+	if s.BundlesSent == 0 || s.MessagesBundled < 2*s.BundlesSent {
+		t.Fatalf("%d bundles sent carrying %d messages: the test needs bundles", s.BundlesSent, s.MessagesBundled)
+	}
+	e1.pool.mu.Lock()
+	gets := e1.pool.gets
+	e1.pool.mu.Unlock()
+	if gets != 0 {
+		t.Fatalf("%d control blocks taken for %d messages (%d of them in %d bundles) into posted receives, want none",
+			gets, k, s.MessagesBundled, s.BundlesSent)
+	}
+}
