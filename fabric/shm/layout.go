@@ -29,12 +29,14 @@ const (
 	// line is written by the consumer (head), the third by the producer
 	// (tail), the fourth by a producer about to sleep (wantHead,
 	// takeWait). A record is published by its own header (see ring.put);
-	// the tail is only a hint of how far the records go, which the
-	// consumer reads beside the header it polls (the two misses overlap)
-	// so that it does not read the header after the last record, in a
-	// line of its own for a record of more than a few bytes, to learn
-	// that nothing follows. The producer reads the head only when the
-	// room it last saw runs out.
+	// the tail is only a hint of how far the records go, which a
+	// consumer streamed to reads after the first header of a batch, so
+	// that it does not read the header after the last record, in a line
+	// of its own for a record of more than a few bytes, to learn that
+	// nothing follows; a consumer that found the ring empty at its last
+	// look takes the record it finds alone, without the tail (see
+	// Port.collect). The producer reads the head only when the room it
+	// last saw runs out.
 	slotHeader   = 256
 	slotOwner    = 0   // u32: pid of the producing process, 0 when free
 	slotReleased = 4   // u32: 1 once the producer let go of the slot

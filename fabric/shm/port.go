@@ -512,7 +512,7 @@ func (p *Port) peerExited() {
 // collect takes records from the rings, starting at a rotating slot so
 // that no sender starves the others. A polling receiver calls it millions
 // of times a second and mostly finds every ring empty: a ring is looked
-// at with one load of its tail before anything else.
+// at with one load of the header at its position.
 func (p *Port) collect(msgs [][]byte) int {
 	p.unholdIfResumed()
 	if len(p.src) < len(msgs) {
@@ -529,10 +529,22 @@ func (p *Port) collect(msgs [][]byte) int {
 		if r == nil {
 			r = p.inRing(i)
 		}
-		// The tail is read before the header, and neither load waits
-		// for the other.
 		if r != nil && !r.held && !r.broken {
-			if tail := atomic.LoadUint64(r.tail); !r.empty() {
+			if r.empty() {
+				r.streamed = false
+			} else {
+				// A ring that had records at the last look too is
+				// being streamed to: its tail says how far this batch
+				// may go. Otherwise the record found is taken alone
+				// and the tail's line is not read: its producer's next
+				// store to it then waits for no other processor's copy
+				// (in a ping-pong, one of the three lines a message
+				// would otherwise move between the processors).
+				tail := r.pos
+				if r.streamed {
+					tail = atomic.LoadUint64(r.tail)
+				}
+				r.streamed = true
 				got, corrupt := r.take(msgs[n:], p.at[n:], p.cfg.MaxDatagram, tail)
 				if got > 0 && !r.probed {
 					p.probe(r)

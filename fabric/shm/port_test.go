@@ -437,6 +437,54 @@ func TestStaleTailHint(t *testing.T) {
 	}
 }
 
+// TestTailOnlyWhenStreamed: a receiver that found a ring empty at its last
+// look takes the record it finds there alone, without reading the
+// producer's tail (a ping-pong's message moves no third line between the
+// processors); one that found records at its last look too reads the tail
+// and takes the rest in one batch, as does the first look at a new ring.
+func TestTailOnlyWhenStreamed(t *testing.T) {
+	dir := testDir(t)
+	a, b := listen(t, dir, "a", Config{}), listen(t, dir, "b", Config{})
+	msgs := make([][]byte, b.BatchSize())
+	poll := func() int {
+		t.Helper()
+		n, err := b.Poll(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// The first look at a new ring takes all it holds (records may have
+	// queued up before it was looked at).
+	for range 2 {
+		if _, err := a.Send([]fabric.Datagram{{Body: []byte("x"), To: b.LocalEndpoint()}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := poll(); n != 2 {
+		t.Fatalf("first look at a new ring took %d records, want 2", n)
+	}
+	if n := poll(); n != 0 {
+		t.Fatalf("%d records after all were taken", n)
+	}
+	for round := 0; round < 3; round++ {
+		for range 4 {
+			if _, err := a.Send([]fabric.Datagram{{Body: []byte("x"), To: b.LocalEndpoint()}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := poll(); n != 1 {
+			t.Fatalf("round %d: first look at a ring found empty before took %d records, want 1", round, n)
+		}
+		if n := poll(); n != 3 {
+			t.Fatalf("round %d: next look took %d records, want the 3 left in one batch", round, n)
+		}
+		if n := poll(); n != 0 {
+			t.Fatalf("round %d: %d records after all were taken", round, n)
+		}
+	}
+}
+
 // TestCorruptRing writes a record length no ring can hold into a sender's
 // slot: the receiver counts the ring as corrupt and neither panics nor
 // returns out-of-bounds memory.

@@ -36,6 +36,9 @@ type ring struct {
 	broken bool
 	// probed: the consumer has tried reading the producer's memory.
 	probed bool
+	// streamed (consumer side): the last look at the ring found records,
+	// or there was none yet (see Port.collect).
+	streamed bool
 }
 
 func newRing(s *segment, i int) *ring {
@@ -50,6 +53,9 @@ func newRing(s *segment, i int) *ring {
 		sz:   uint64(len(data)),
 		head: u64at(s.mem, base+slotHead),
 		tail: u64at(s.mem, base+slotTail),
+		// Records may have queued up before the first look: it reads
+		// the tail.
+		streamed: true,
 	}
 }
 
@@ -151,8 +157,9 @@ func (r *ring) empty() bool { return atomic.LoadUint64(r.header(r.pos)) == 0 }
 // producer wrote garbage) ends the reading of this ring: take reports
 // corrupt, and the caller discards the ring.
 //
-// tail is the producer's tail as read before the first header: past the
-// first record, take reads no header at or beyond it.
+// tail is the producer's tail as the caller read it (or the position, for
+// one record alone): past the first record, take reads no header at or
+// beyond it.
 func (r *ring) take(msgs [][]byte, at []uint64, maxLen int, tail uint64) (n int, corrupt bool) {
 	// At most a quarter of the ring per batch: its room goes back to the
 	// producer when the batch is handled, so the producer fills one part
