@@ -1,6 +1,10 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+)
 
 // Waiting on a request without select.
 //
@@ -15,13 +19,14 @@ import "context"
 // the same Done channel and kept while the waits go on using it (a
 // context made for each call, which would pay for a watch each time,
 // keeps the select). The watch is stopped when a wait uses another
-// context; until then it lasts as long as the context (a request of an
-// endpoint dropped meanwhile stays referenced by it until it ends).
+// context, or when the request is collected (its endpoint dropped): the
+// watch refers to the request's ownWait and done channel, not to the
+// request, so that a context that lives on keeps neither.
 //
 // The watch signals only a wait under way, which takes every signal it
 // was sent before it returns, so that no signal of the watch outlives
 // its wait and done keeps meaning "completed" for every other wait
-// (block): ctxWait is 1 while plainWait waits, and the watch signals only
+// (block): ownWait.wait is 1 while plainWait waits, and the watch signals only
 // if it turns 1 into 2; the wait turns 1 back into 0 when it wakes, and
 // if it finds 2 the watch's signal is one of the two it may have to take.
 
@@ -31,40 +36,59 @@ const (
 	ctxClaimed        // the watch signals done
 )
 
+// ownWait is what an endpoint's own request keeps to wait watched:
+// seen is the Done channel of the last wait, done the one watched, stop
+// and cleanup end the watch, wait says whether a wait takes the watch's
+// signal. The watch refers to this, not to its request.
+type ownWait struct {
+	seen, done <-chan struct{}
+	stop       func() bool
+	cleanup    runtime.Cleanup // stops the watch once the request is collected
+	wait       atomic.Uint32
+}
+
 // watches reports whether a wait on r with ctx may use plainWait, making
 // the watch of ctx the second time in a row a wait on r uses it.
 func (r *Request) watches(ctx context.Context) bool {
-	if !r.own {
+	w := r.w
+	if w == nil {
 		return false
 	}
 	c := ctx.Done()
-	if r.ctxDone == c {
+	if w.done == c {
 		return true
 	}
-	if r.ctxSeen != c {
-		r.ctxSeen = c
+	if w.seen != c {
+		w.seen = c
 		return false
 	}
-	if r.ctxStop != nil {
-		r.ctxStop()
+	if w.stop != nil {
+		w.stop()
+		w.cleanup.Stop()
 	}
 	wake := r.doneChan()
-	r.ctxDone = c
-	r.ctxStop = context.AfterFunc(ctx, func() {
-		if r.ctxWait.CompareAndSwap(ctxWaiting, ctxClaimed) {
+	w.done = c
+	// The watch holds w and r's done channel, not r, and r's cleanup
+	// stops it: a context that outlives r's endpoint (dropped, its
+	// thread gone) keeps neither r nor the watch.
+	stop := context.AfterFunc(ctx, func() {
+		if w.wait.CompareAndSwap(ctxWaiting, ctxClaimed) {
 			wake <- struct{}{}
 		}
 	})
+	w.stop = stop
+	w.cleanup = runtime.AddCleanup(r, func(stop func() bool) { stop() }, stop)
 	return true
 }
 
 // plainWait is block's wait on done without select, r watching ctx.
 func (r *Request) plainWait(ctx context.Context, wake chan struct{}) (err error, done bool) {
+	w := r.w
 	for {
-		r.ctxWait.Store(ctxWaiting)
-		if ctx.Err() == nil || !r.ctxWait.CompareAndSwap(ctxWaiting, ctxIdle) {
+		w.wait.Store(ctxWaiting)
+		if ctx.Err() == nil || !w.wait.CompareAndSwap(ctxWaiting, ctxIdle) {
 			<-wake
-			if r.ctxWait.CompareAndSwap(ctxWaiting, ctxIdle) {
+			if w.wait.CompareAndSwap(ctxWaiting, ctxIdle) {
 				// The watch did not signal: completed (complete).
 				return r.err, true
 			}
@@ -72,10 +96,10 @@ func (r *Request) plainWait(ctx context.Context, wake chan struct{}) (err error,
 			// completion's signal comes as well; the two are taken.
 			if r.state.Load() != statePending {
 				<-wake
-				r.ctxWait.Store(ctxIdle)
+				w.wait.Store(ctxIdle)
 				return r.err, true
 			}
-			r.ctxWait.Store(ctxIdle)
+			w.wait.Store(ctxIdle)
 		}
 		if ctx.Err() != nil {
 			if r.state.Load() == stateDone {
@@ -91,6 +115,6 @@ func (r *Request) plainWait(ctx context.Context, wake chan struct{}) (err error,
 // ownRequest is a request an endpoint keeps for its blocking calls.
 func ownRequest(e *Engine, k reqKind) *Request {
 	r := newRequest(e, k)
-	r.own = true
+	r.w = new(ownWait)
 	return r
 }

@@ -3,6 +3,9 @@ package engine
 import (
 	"context"
 	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -21,7 +24,7 @@ func TestPlainWaitEndsWithContext(t *testing.T) {
 	defer cancel()
 	buf := make([]byte, 1)
 	watched := func() bool {
-		return b.recv.ctxDone == ctx.Done() || (b.recvAlt != nil && b.recvAlt.ctxDone == ctx.Done())
+		return b.recv.w.done == ctx.Done() || (b.recvAlt != nil && b.recvAlt.w.done == ctx.Done())
 	}
 	// A Recv whose message came first (the sending goroutine may run
 	// before it) does not wait: receive until one of the endpoint's
@@ -95,5 +98,74 @@ func TestPlainWaitNoStraySignal(t *testing.T) {
 			}
 		}
 		cancel()
+	}
+}
+
+// countingCtx is a context that never ends and counts the functions
+// registered with context.AfterFunc and not yet stopped, which it keeps
+// (as a context of the standard library does).
+type countingCtx struct {
+	done       chan struct{}
+	made, live atomic.Int32
+	mu         sync.Mutex
+	fs         map[*func()]bool
+}
+
+func (c *countingCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c *countingCtx) Done() <-chan struct{}       { return c.done }
+func (c *countingCtx) Err() error                  { return nil }
+func (c *countingCtx) Value(any) any               { return nil }
+
+func (c *countingCtx) AfterFunc(f func()) func() bool {
+	c.made.Add(1)
+	c.live.Add(1)
+	c.mu.Lock()
+	if c.fs == nil {
+		c.fs = make(map[*func()]bool)
+	}
+	c.fs[&f] = true
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if !c.fs[&f] {
+			return false
+		}
+		delete(c.fs, &f)
+		c.live.Add(-1)
+		return true
+	}
+}
+
+// The watch an endpoint's request keeps on a context that lives on ends
+// once the endpoint is dropped: the context does not keep the request,
+// and the watch, for as long as it lives.
+func TestWatchEndsWithDroppedEndpoint(t *testing.T) {
+	e, err := New(Config{Proc: 0, JobKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.spinMax = 0 // every wait blocks
+	ctx := &countingCtx{done: make(chan struct{})}
+	func() {
+		b := e.Endpoint(2)
+		buf := make([]byte, 1)
+		for i := 0; ctx.made.Load() == 0; i++ {
+			if i == 100 {
+				t.Fatal("the endpoint's receive does not watch the context it received with 100 times")
+			}
+			go e.Endpoint(1).Send(ctx, 0, 2, 7, []byte{byte(i)})
+			if _, err := b.Recv(ctx, 0, 1, 7, buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}()
+	for i := 0; ctx.live.Load() != 0; i++ {
+		if i == 200 {
+			t.Fatalf("%d watches of a dropped endpoint still live", ctx.live.Load())
+		}
+		runtime.GC()
+		time.Sleep(5 * time.Millisecond)
 	}
 }

@@ -31,9 +31,10 @@ const EagerLimit = 16 << 10
 const maxPostedBytes = 16 << 20
 
 // postCost is what a posted copy counts beyond its buffer: its request
-// (312 bytes, allocated as 320) and the box that carries its buffer (24
-// bytes), with some room. Counting less let a sender whose receiver took
-// nothing hold 21 MB of copies of 64 B under a bound of 16 MiB.
+// (280 bytes, allocated as 288) and the box that carries its buffer (24
+// bytes), with some room. Counting 256 let a sender whose receiver took
+// nothing hold 21 MB of copies of 64 B under a bound of 16 MiB
+// (TestPostedCopiesMemoryBound).
 const postCost = 384
 
 // postRoom reports whether a copy of n bytes may be posted now.

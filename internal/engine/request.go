@@ -106,13 +106,8 @@ type Request struct {
 
 	// An endpoint's own request, waited on again and again with the
 	// same context, learns of the context's end on done (ctxwait.go):
-	// ctxSeen is the Done channel of the last wait, ctxDone the one
-	// watched, ctxStop ends the watch, ctxWait says whether a wait
-	// takes the watch's signal.
-	own              bool
-	ctxSeen, ctxDone <-chan struct{}
-	ctxStop          func() bool
-	ctxWait          atomic.Uint32
+	// w is nil for every other request.
+	w *ownWait
 }
 
 func newRequest(e *Engine, k reqKind) *Request {
