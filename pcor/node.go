@@ -241,6 +241,14 @@ func (n *Node) Reprice() ([]routing.Link, error) {
 // Close stops the node: pending requests fail with ErrClosed and every
 // goroutine of the node ends; a node made by Join then leaves the
 // directory. It is idempotent.
+//
+// The copies of messages Isend copied (or SendBuffered posted) that their
+// destination has not yet acknowledged are given a while to be first: at
+// most Config.UnreachableTimeout and no more than 2 s, as a program that
+// sends its last messages and closes expects them delivered. A
+// destination that holds them without taking them (out of room, its
+// threads not receiving) makes Close wait that long before the copies
+// fail; with no copy pending Close does not wait.
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		n.closed.Store(true)

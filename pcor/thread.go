@@ -52,7 +52,10 @@ func (t *Thread) badRecv(tag Tag) error {
 // Message is a received message.
 type Message struct {
 	// Data is the message's bytes: the receive's buffer trimmed to the
-	// message's length, or a buffer the library allocated.
+	// message's length, or a buffer the library allocated. It is never
+	// nil for a message received: a message of no bytes, sent as nil or
+	// as an empty slice (the same message: only its length travels),
+	// arrives as an empty slice.
 	Data []byte
 	// Src is the thread that sent it.
 	Src Addr
@@ -70,7 +73,10 @@ type Status struct {
 	Len int
 }
 
-// Addr is this thread's address.
+// Addr is this thread's address. That of the endpoint Node.Thread returns
+// for AnyThread, which refuses every operation, holds the wildcard (its
+// String is "<p,*>"): it names no thread and matches any as a receive's
+// source.
 func (t *Thread) Addr() Addr { return Addr{t.node.Proc(), ThreadID(t.ep.ID())} }
 
 // Node is the thread's node.
@@ -265,7 +271,12 @@ func (r *Request) Wait(ctx context.Context) error { return apiError(r.r.Wait(ctx
 // copied is done already: its Done channel is closed.
 func (r *Request) Done() <-chan struct{} { return r.r.Done() }
 
-// Cancel withdraws the request if it has not completed.
+// Cancel withdraws the request if it has not completed. Whatever a send's
+// outcome (delivered, cancelled, its destination down, the node closed),
+// it completes only once this process no longer reads its data: when Test
+// or Wait report it done, the buffer may be reused. (A large message that
+// a receiver reads from this process's memory over shared memory, failed
+// by Close meanwhile, may still be read by that receiver.)
 func (r *Request) Cancel() { r.r.Cancel() }
 
 // Message is the received message once a receive completed.
