@@ -300,7 +300,14 @@ func (p *peer) build(b *batch, rt *route, en *txEntry) {
 	}
 	i := len(b.dgs)
 	head := b.heads[i][:]
-	h.Encode(head, body)
+	if h.Flags&wire.FlagBodyUnsummed != 0 && r.nfrag == 1 && h.Total < ownMin {
+		// A small whole message, never placed nor looked at before it
+		// is received: nothing verifies a checksum of its header alone
+		// (wire.EncodeUnsealed), which costs about 230 instructions.
+		h.EncodeUnsealed(head, body)
+	} else {
+		h.Encode(head, body)
+	}
 	b.dgs = append(b.dgs, fabric.Datagram{Head: head, Body: body, To: rt.ep})
 	b.ports = append(b.ports, rt.disp)
 }

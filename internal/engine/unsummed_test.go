@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"sync"
 	"testing"
 	"time"
@@ -14,11 +15,15 @@ import (
 )
 
 // protectedPort is a mem port that says it protects datagram bytes, as
-// UDP does; it records the flags of the data datagrams it sends.
+// UDP does; it records the flags of the data datagrams it sends, and
+// which of them went unsealed (a zero checksum) by the size of their
+// message.
 type protectedPort struct {
 	fabric.Port
-	mu    sync.Mutex
-	flags []uint8
+	mu       sync.Mutex
+	flags    []uint8
+	unsealed map[uint64]int // message size: data datagrams with a zero checksum
+	sealed   map[uint64]int // and with one
 }
 
 func (p *protectedPort) Caps() fabric.Caps { return fabric.Protected }
@@ -28,6 +33,15 @@ func (p *protectedPort) Send(dgs []fabric.Datagram) (int, error) {
 	for _, d := range dgs {
 		if len(d.Head) >= wire.HeaderSize && wire.Kind(d.Head[3]) == wire.Data {
 			p.flags = append(p.flags, d.Head[4])
+			if p.sealed == nil {
+				p.sealed, p.unsealed = map[uint64]int{}, map[uint64]int{}
+			}
+			total := binary.LittleEndian.Uint64(d.Head[56:])
+			if binary.LittleEndian.Uint64(d.Head[72:]) == 0 {
+				p.unsealed[total]++
+			} else {
+				p.sealed[total]++
+			}
 		}
 	}
 	p.mu.Unlock()
@@ -48,7 +62,8 @@ func (p *protectedPort) unsummed() (n, of int) {
 
 // Over a fabric that protects datagram bytes only headers are summed,
 // unless Config.SumBodies asks for bodies too; over any other fabric
-// bodies are summed.
+// bodies are summed. A small whole message whose body is not summed goes
+// with no checksum at all (wire.EncodeUnsealed): nothing would verify it.
 func TestBodyUnsummedOnProtected(t *testing.T) {
 	for _, c := range []struct {
 		name      string
@@ -90,6 +105,16 @@ func TestBodyUnsummedOnProtected(t *testing.T) {
 			k, of := pa.unsummed()
 			if of == 0 || (k == of) != c.want || (k == 0) == c.want {
 				t.Errorf("%d of %d data datagrams unsummed, want all %v", k, of, c.want)
+			}
+			pa.mu.Lock()
+			defer pa.mu.Unlock()
+			for _, size := range []uint64{1, 5000, 200 << 10} {
+				// Only the 1 B message is small and whole; only with its
+				// body unsummed may it go unsealed.
+				wantUnsealed := c.want && size == 1
+				if u, s := pa.unsealed[size], pa.sealed[size]; wantUnsealed && (u == 0 || s != 0) || !wantUnsealed && (u != 0 || s == 0) {
+					t.Errorf("%d B: %d data datagrams without a checksum, %d with, want unsealed %v", size, u, s, wantUnsealed)
+				}
 			}
 		})
 	}

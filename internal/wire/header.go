@@ -259,6 +259,21 @@ func (h *Header) Encode(head, body []byte) {
 	Seal(head, body)
 }
 
+// EncodeUnsealed is Encode that leaves the checksum zero: for a datagram
+// whose checksum would cover its header alone (FlagBodyUnsummed), sent
+// over a fabric that protects the bytes it carries, when nothing is to
+// read its header before it is received whole. No receiver would verify
+// the checksum: DecodeProtected does not verify one that covers the header
+// alone, a port that does not protect its bytes drops a datagram whose
+// body was not summed whatever its checksum, and a gateway passing it on
+// to such a port reseals it (Reseal). Decode, DecodeSplit and DecodeHead
+// (a port's look at a datagram's header before it is received, to place
+// its body) refuse it.
+func (h *Header) EncodeUnsealed(head, body []byte) {
+	h.BodyLen = uint32(len(body))
+	h.Put(head)
+}
+
 // checksum hashes the header with its hop count and checksum fields taken
 // as zero (a forwarding gateway changes the hop count only), then the body.
 // A header and a body of up to smallSummed bytes are hashed in one call,

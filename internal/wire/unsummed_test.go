@@ -111,3 +111,25 @@ func TestDecodeProtected(t *testing.T) {
 		t.Errorf("summed, body changed: %v", err)
 	}
 }
+
+// A datagram encoded unsealed (no checksum) is accepted from a fabric that
+// protects its bytes and refused by a decode that verifies the header's
+// checksum; a gateway's Reseal makes it acceptable anywhere.
+func TestEncodeUnsealed(t *testing.T) {
+	h := Header{Kind: Data, Flags: FlagBodyUnsummed, JobKey: key, FragSize: 3, Total: 3, SrcProc: 4, Tag: 9}
+	body := []byte{1, 2, 3}
+	pkt := make([]byte, HeaderSize, HeaderSize+len(body))
+	h.EncodeUnsealed(pkt, body)
+	pkt = append(pkt, body...)
+	got, b, err := DecodeProtected(pkt, key)
+	if err != nil || got.SrcProc != 4 || got.Tag != 9 || got.BodyLen != 3 || string(b) != string(body) {
+		t.Fatalf("protected: %+v %v %v", got, b, err)
+	}
+	if _, _, err := Decode(pkt, key); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("verified: %v, want a checksum error", err)
+	}
+	Reseal(pkt)
+	if _, _, err := Decode(pkt, key); err != nil {
+		t.Fatalf("resealed: %v", err)
+	}
+}
