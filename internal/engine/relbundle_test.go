@@ -181,3 +181,69 @@ func TestReliableBudgetTakenAhead(t *testing.T) {
 		})
 	}
 }
+
+// TestReliableBundleShortPath: the messages of a bundle whose receives are
+// posted, for threads of several stripes of the receive table, each go
+// straight into their receive, with no control block: with one control
+// block the receiver holds nothing (each message took the block, and the
+// next one of the bundle waited in the fabric for it, when they went
+// through the general path). Every receive gets its own message, and
+// every message is counted once. The receiver is kept from reading (its
+// stream from the sender locked) until the sender has sent bundles.
+func TestReliableBundleShortPath(t *testing.T) {
+	e0, e1, _, _ := shmPair(t, Config{MCBs: 1, Rendezvous: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const n, threads = 600, 7
+	recvs := make([]*Request, n)
+	for i := range recvs {
+		recvs[i] = e1.newRecv(ThreadID(i%threads), 0, 0, Tag(i/threads), make([]byte, 2*bundleMax))
+		e1.post(recvs[i])
+	}
+	p := e1.peer(0)
+	if p == nil {
+		t.Fatal("the receiver does not know the sender")
+	}
+	p.rxmu.Lock()
+	posted := make(chan error, 1)
+	go func() {
+		for i := range n {
+			if err := e0.Post(0, 1, ThreadID(i%threads), Tag(i/threads), relMessage(i)); err != nil {
+				posted <- err
+				return
+			}
+		}
+		posted <- nil
+	}()
+	for deadline := time.Now().Add(10 * time.Second); e0.Stats()[0].BundlesSent < 2 && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	p.rxmu.Unlock()
+	select {
+	case err := <-posted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the sender's posts did not return")
+	}
+	for i, r := range recvs {
+		if err := r.Wait(ctx); err != nil {
+			t.Fatalf("message %d: %v; receiver %+v", i, err, e1.Stats()[0])
+		}
+		if !bytes.Equal(r.Data(), relMessage(i)) {
+			t.Fatalf("message %d: %d bytes, not its own (%d bytes)", i, len(r.Data()), len(relMessage(i)))
+		}
+	}
+	s, r := e0.Stats()[0], e1.Stats()[0]
+	t.Logf("sender: %d datagrams, %d bundles of %d messages; receiver: %d holds", s.FragsSent, s.BundlesSent, s.MessagesBundled, r.Holds)
+	if s.BundlesSent < 2 {
+		t.Fatalf("%d bundles sent: the test needs some", s.BundlesSent)
+	}
+	if r.Holds != 0 {
+		t.Errorf("%d holds with every receive posted", r.Holds)
+	}
+	if s.MessagesSent != n || r.MessagesRecv != n || r.DroppedTotal != 0 {
+		t.Errorf("%d messages sent, %d received, %d dropped %v", s.MessagesSent, r.MessagesRecv, r.DroppedTotal, r.Drops)
+	}
+}

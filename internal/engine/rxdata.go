@@ -38,41 +38,66 @@ func (d *dispatcher) onData(p *peer, h *wire.Header, body []byte) {
 // numbers to keep). p.rxmu is held.
 func (d *dispatcher) wholeLocked(p *peer, h *wire.Header, body []byte, reliable bool) bool {
 	rx := &p.rx
-	e := d.e
-	if h.Kind != wire.Data || h.FragIndex != 0 || uint64(len(body)) != h.Total || h.Flags&wire.FlagRendezvous != 0 ||
-		h.MsgID != rx.nextMsg || rx.silent || d.pl.cur != nil || len(rx.inprog) != 0 || len(rx.held) != 0 ||
-		int64(h.Total) > e.cfg.MaxMessage {
+	if !d.wholeFits(p, h, body) {
 		return false
 	}
 	if !reliable && (h.Seq != rx.cum || rx.maxSeen > rx.cum) {
 		return false
 	}
 	k := key{ProcID(h.SrcProc), ThreadID(h.SrcThread), ThreadID(h.DstThread), Tag(h.Tag)}
-	hk := hashKey(k)
-	s := e.table.stripe(k.dstThread)
+	s := d.e.table.stripe(k.dstThread)
 	s.mu.Lock()
-	r := e.table.takePosted(s, k, hk)
-	if r == nil {
-		// Unexpected: stored in a control block with budget of its own.
-		m := d.unexpectedLocked(k, h, body)
-		if m == nil {
-			s.mu.Unlock()
-			return false // the general path may give it to a receive
-		}
-		e.table.enqueue(s, m, hk)
-	}
+	r, ok := d.takeWholeLocked(s, k, h, body)
 	s.mu.Unlock()
+	if !ok {
+		return false // the general path may give it to a receive
+	}
 	if !reliable {
 		// Marked as arrived: in order, so the cumulative point passes it.
-		rx.arrivedLocked(h, e.cfg.AckEvery)
+		rx.arrivedLocked(h, d.e.cfg.AckEvery)
 		rx.cum++
 		rx.maxSeen = rx.cum
 	}
 	rx.nextMsg++
 	d.c.msgsRecv.Add(1)
-	if r == nil {
-		return true
+	if r != nil {
+		d.fillWhole(r, k, body)
 	}
+	return true
+}
+
+// wholeFits reports whether data datagram h from p is a whole message,
+// the next one of its stream, that the short path may take (sequence
+// numbers aside). p.rxmu is held.
+func (d *dispatcher) wholeFits(p *peer, h *wire.Header, body []byte) bool {
+	rx := &p.rx
+	return h.Kind == wire.Data && h.FragIndex == 0 && uint64(len(body)) == h.Total && h.Flags&wire.FlagRendezvous == 0 &&
+		h.MsgID == rx.nextMsg && !rx.silent && d.pl.cur == nil && len(rx.inprog) == 0 && len(rx.held) == 0 &&
+		int64(h.Total) <= d.e.cfg.MaxMessage
+}
+
+// takeWholeLocked gives whole message h (key k, its body body) to the
+// receive posted for it, taken from the table and returned for fillWhole,
+// or stores it as unexpected (r nil). ok is false, and nothing is done,
+// if it found no receive and no control block or budget to store it in.
+// s, k's stripe, is locked.
+func (d *dispatcher) takeWholeLocked(s *stripe, k key, h *wire.Header, body []byte) (r *Request, ok bool) {
+	hk := hashKey(k)
+	if r = d.e.table.takePosted(s, k, hk); r != nil {
+		return r, true
+	}
+	// Unexpected: stored in a control block with budget of its own.
+	m := d.unexpectedLocked(k, h, body)
+	if m == nil {
+		return nil, false
+	}
+	d.e.table.enqueue(s, m, hk)
+	return nil, true
+}
+
+// fillWhole copies whole message body (key k) into receive r, taken from
+// the table for it, and adds r to the batch's completions.
+func (d *dispatcher) fillWhole(r *Request, k key, body []byte) {
 	var err error
 	if r.buf != nil {
 		n := copy(r.buf, body)
@@ -87,7 +112,6 @@ func (d *dispatcher) wholeLocked(p *peer, h *wire.Header, body []byte, reliable 
 	}
 	r.setFrom(k)
 	d.wake = append(d.wake, match{r: r, err: err})
-	return true
 }
 
 // unexpectedLocked copies the whole message h (key k) into a control block
