@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric/shm"
+	"github.com/pcor-go/pcor/internal/testdir"
 	"github.com/pcor-go/pcor/pcor"
 )
 
@@ -26,13 +27,10 @@ func TestMain(m *testing.M) {
 	}
 	// Shared-memory segments, of this process and of the peers it starts
 	// (which inherit the variable), go to a directory of their own, so
-	// that peers the tests kill leave nothing behind.
+	// that peers the tests kill leave nothing behind; that of a test
+	// binary killed itself is removed by the next run (testdir).
 	if os.Getenv("PCOR_SHM_DIR") == "" {
-		base := shm.DefaultDir
-		if _, err := os.Stat(base); err != nil {
-			base = ""
-		}
-		dir, err := os.MkdirTemp(base, "pcor-test-")
+		dir, err := testdir.Make(shm.DefaultDir, "pcor-test-")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

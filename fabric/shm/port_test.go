@@ -13,16 +13,14 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/testdir"
 )
 
 // testDir makes a segment directory on tmpfs for one test.
 func testDir(t testing.TB) string {
 	t.Helper()
-	base := DefaultDir
-	if _, err := os.Stat(base); err != nil {
-		base = ""
-	}
-	d, err := os.MkdirTemp(base, "pcor-shm-test-")
+	// A directory of a killed run is removed by the next (testdir).
+	d, err := testdir.Make(DefaultDir, "pcor-shm-test-")
 	if err != nil {
 		t.Fatal(err)
 	}

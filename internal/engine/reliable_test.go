@@ -15,6 +15,7 @@ import (
 	"github.com/pcor-go/pcor/fabric"
 	"github.com/pcor-go/pcor/fabric/mem"
 	"github.com/pcor-go/pcor/fabric/shm"
+	"github.com/pcor-go/pcor/internal/testdir"
 	"github.com/pcor-go/pcor/internal/wire"
 )
 
@@ -31,11 +32,8 @@ func shmPair(t testing.TB, cfg Config) (*Engine, *Engine, *shm.Port, *shm.Port) 
 // their own, removed when the test ends.
 func shmPorts(t testing.TB) (*shm.Port, *shm.Port) {
 	t.Helper()
-	base := shm.DefaultDir
-	if _, err := os.Stat(base); err != nil {
-		base = ""
-	}
-	dir, err := os.MkdirTemp(base, "pcor-engine-test-")
+	// A directory of a killed run is removed by the next (testdir).
+	dir, err := testdir.Make(shm.DefaultDir, "pcor-engine-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
