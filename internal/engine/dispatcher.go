@@ -49,8 +49,9 @@ type dispatcher struct {
 	refuse    []busyReply // fragments of messages larger than MaxMessage
 	credit    int64       // receive budget taken ahead (dispatcher.reserve)
 	ackBody   wire.AckBody
-	acked     batch // the sends an acknowledgement completes (onAck): done, posted
-	batchAt   int64 // when the batch being handled began
+	carried   wire.AckBody // the acknowledgement a data datagram carries (handle); no blocks
+	acked     batch        // the sends an acknowledgement completes (onAck): done, posted
+	batchAt   int64        // when the batch being handled began
 }
 
 type busyReply struct {
@@ -233,8 +234,11 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 			return
 		}
 		if h.Flags&wire.FlagAck != 0 && h.AckCum > p.ackedCum.Load() {
-			a := wire.AckBody{Cum: h.AckCum, Echo: noEcho}
-			p.onAck(&a, d, now)
+			// Not a new AckBody: zeroing its selective blocks, which a
+			// carried acknowledgement never has, cost more than the rest.
+			a := &d.carried
+			a.Cum, a.Window, a.NSack, a.Echo = h.AckCum, 0, 0, noEcho
+			p.onAck(a, d, now)
 		}
 		if h.Flags&wire.FlagBundle != 0 {
 			d.onBundle(p, &h, body)
