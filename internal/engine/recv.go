@@ -305,8 +305,15 @@ func (e *Engine) iprobe(dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Ta
 func (e *Engine) probe(ctx context.Context, dst ThreadID, srcProc ProcID, srcThread ThreadID, tag Tag) (Status, error) {
 	s := e.table.stripe(dst)
 	s.mu.Lock()
-	notify := s.thread(dst).notify
+	ts := s.thread(dst)
+	ts.probes++ // arrivals signal notify from now on
+	notify := ts.notify
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		ts.probes--
+		s.mu.Unlock()
+	}()
 	for {
 		if st, ok := e.iprobe(dst, srcProc, srcThread, tag); ok {
 			return st, nil

@@ -34,13 +34,23 @@ type stripe struct {
 	lastID ThreadID
 	last   *threadState
 	seq    uint64
-	_      [64]byte
+	// wild counts the wildcard receives posted on the stripe's threads:
+	// with none, matching a message needs no look at its thread's state
+	// (a map lookup whenever the stripe's messages alternate between
+	// threads, as they do at many threads).
+	wild int
+	_    [64]byte
 }
 
 type threadState struct {
 	wild             reqList
 	arrHead, arrTail int32
-	notify           chan struct{} // signalled on every unexpected arrival
+	// notify is signalled on every unexpected arrival while probes > 0
+	// (Probes waiting on the thread): otherwise a message stored as
+	// unexpected would look at a channel nobody reads, a cache line of
+	// its own for each of many threads.
+	notify chan struct{}
+	probes int
 }
 
 func newRecvTable(pool *mcbPool, buckets int) *recvTable {
@@ -130,6 +140,9 @@ func (t *recvTable) peekPosted(s *stripe, k key, h uint64) *Request {
 			break
 		}
 	}
+	if s.wild == 0 {
+		return ex
+	}
 	if ts := s.lookup(k.dstThread); ts != nil {
 		for r := ts.wild.head; r != nil; r = r.next {
 			if matches(r, k) {
@@ -156,7 +169,7 @@ func (t *recvTable) takePosted(s *stripe, k key, h uint64) *Request {
 	}
 	var wr, wrPrev *Request
 	var ts *threadState
-	if len(s.threads) > 0 {
+	if s.wild > 0 {
 		ts = s.lookup(k.dstThread)
 	}
 	if ts != nil {
@@ -169,6 +182,7 @@ func (t *recvTable) takePosted(s *stripe, k key, h uint64) *Request {
 	}
 	if wr != nil && (ex == nil || wr.postSeq < ex.postSeq) {
 		ts.wild.unlink(wrPrev, wr)
+		s.wild--
 		return wr
 	}
 	if ex != nil {
@@ -196,9 +210,11 @@ func (t *recvTable) enqueue(s *stripe, m *mcb, h uint64) {
 		t.pool.at(ts.arrTail).tnext = m.idx
 	}
 	ts.arrTail = m.idx
-	select {
-	case ts.notify <- struct{}{}:
-	default:
+	if ts.probes > 0 {
+		select {
+		case ts.notify <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -278,6 +294,7 @@ func (t *recvTable) post(s *stripe, r *Request) *mcb {
 		return nil
 	}
 	s.thread(r.dstThread).wild.push(r)
+	s.wild++
 	return nil
 }
 
@@ -288,7 +305,11 @@ func (t *recvTable) unpost(s *stripe, r *Request) bool {
 		return s.posted[hashKey(key{r.srcProc, r.srcThread, r.dstThread, r.tag})&t.mask].remove(r)
 	}
 	ts := s.lookup(r.dstThread)
-	return ts != nil && ts.wild.remove(r)
+	if ts != nil && ts.wild.remove(r) {
+		s.wild--
+		return true
+	}
+	return false
 }
 
 // drain removes every posted receive and unexpected message (on close).
@@ -310,6 +331,7 @@ func (t *recvTable) drain() (posted []*Request, unexp []*mcb) {
 			}
 			s.unexp[b], s.unexpTail[b] = nilMCB, nilMCB
 		}
+		s.wild = 0
 		for _, ts := range s.threads {
 			for r := ts.wild.head; r != nil; {
 				n := r.next

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/pcor-go/pcor/internal/wire"
 )
@@ -402,6 +404,179 @@ func TestSizeClass(t *testing.T) {
 		c := sizeClass(n)
 		if 1<<c < n || c > 0 && 1<<(c-1) >= n {
 			t.Fatalf("sizeClass(%d) = %d", n, c)
+		}
+	}
+}
+
+// The table matches as a plain model of MPI matching does, over a random
+// run of receives (exact and wildcard) posted and withdrawn and messages
+// arriving, for threads that share a stripe and one that does not: an
+// arrival goes to the earliest posted receive of its thread that matches
+// it, a receive to the earliest arrived message that it matches. The
+// stripe's count of wildcard receives, which lets matching skip the
+// thread's state, is the number posted.
+func TestTableMatchesModel(t *testing.T) {
+	pool := newMCBPool(1 << 14)
+	tab := newRecvTable(pool, 8)
+	a := ThreadID(1)
+	b := a + 1
+	for stripeOf(b) != stripeOf(a) {
+		b++
+	}
+	c := a + 1
+	for stripeOf(c) == stripeOf(a) {
+		c++
+	}
+	threads := []ThreadID{a, b, c}
+	type msg struct {
+		k  key
+		id uint64
+	}
+	type rcv struct {
+		r   *Request
+		seq int
+	}
+	var unexp []msg  // model: arrival order
+	var posted []rcv // model: posting order
+	seq := 0
+	rng := uint64(88172645463325252)
+	next := func(n int) int {
+		rng ^= rng << 13
+		rng ^= rng >> 7
+		rng ^= rng << 17
+		return int(rng % uint64(n))
+	}
+	wild := func() bool { return next(3) == 0 }
+	checkWild := func(step int) {
+		for _, th := range threads {
+			s := tab.stripe(th)
+			n := 0
+			for _, ts := range s.threads {
+				for r := ts.wild.head; r != nil; r = r.next {
+					n++
+				}
+			}
+			if s.wild != n {
+				t.Fatalf("step %d: stripe of thread %d counts %d wildcard receives, %d are posted", step, th, s.wild, n)
+			}
+		}
+	}
+	for step := range 20000 {
+		th := threads[next(len(threads))]
+		k := key{ProcID(next(2)), ThreadID(next(2)), th, Tag(next(2))}
+		switch op := next(10); {
+		case op < 4: // a message arrives
+			id := uint64(step)
+			var want *Request
+			best := -1
+			for i, p := range posted {
+				if p.r.dstThread == th && matches(p.r, k) && (best < 0 || p.seq < posted[best].seq) {
+					best = i
+				}
+			}
+			if best >= 0 {
+				want = posted[best].r
+				posted = append(posted[:best], posted[best+1:]...)
+			} else {
+				unexp = append(unexp, msg{k, id})
+			}
+			if got := arrive(tab, pool, k, id); got != want {
+				t.Fatalf("step %d: message %+v went to receive %+v, want %+v", step, k, got, want)
+			}
+		case op < 8: // a receive is posted
+			r := &Request{dstThread: th, srcProc: k.srcProc, srcThread: k.srcThread, tag: k.tag}
+			if wild() {
+				r.srcProc = AnyProc
+			}
+			if wild() {
+				r.srcThread = AnyThread
+			}
+			if wild() {
+				r.tag = AnyTag
+			}
+			best := -1
+			for i, m := range unexp {
+				if m.k.dstThread == th && matches(r, m.k) {
+					best = i
+					break
+				}
+			}
+			m := post(tab, r)
+			switch {
+			case best < 0 && m != nil:
+				t.Fatalf("step %d: receive %+v took message %+v, none matches", step, r, m.key)
+			case best >= 0 && (m == nil || m.msgID != unexp[best].id):
+				t.Fatalf("step %d: receive %+v took %+v, want message %d", step, r, m, unexp[best].id)
+			case best >= 0:
+				unexp = append(unexp[:best], unexp[best+1:]...)
+				pool.put(m)
+			default:
+				seq++
+				posted = append(posted, rcv{r, seq})
+			}
+		default: // a posted receive is withdrawn
+			if len(posted) == 0 {
+				continue
+			}
+			i := next(len(posted))
+			r := posted[i].r
+			s := tab.stripe(r.dstThread)
+			s.mu.Lock()
+			ok := tab.unpost(s, r)
+			s.mu.Unlock()
+			if !ok {
+				t.Fatalf("step %d: receive %+v not found to withdraw", step, r)
+			}
+			posted = append(posted[:i], posted[i+1:]...)
+		}
+		checkWild(step)
+	}
+	if len(unexp) == 0 || len(posted) == 0 {
+		t.Logf("%d unexpected, %d posted at the end", len(unexp), len(posted))
+	}
+}
+
+// A Probe that waits is woken by a message that arrives for its thread
+// (the table signals the thread's notify only while a Probe waits on it),
+// and the thread's arrivals stop signalling once no Probe waits.
+func TestProbeWokenByArrival(t *testing.T) {
+	e0, e1 := memPair(t, Config{})
+	// A guard against a hang, not a timing.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const th = 4
+	probes := func() int {
+		s := e1.table.stripe(th)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.thread(th).probes
+	}
+	for i := range 3 {
+		got := make(chan error, 1)
+		go func() {
+			st, err := e1.probe(ctx, th, 0, 7, 9)
+			if err == nil && st.Len != i+1 {
+				t.Errorf("probe %d: message of %d bytes, want %d", i, st.Len, i+1)
+			}
+			got <- err
+		}()
+		for deadline := time.Now().Add(10 * time.Second); probes() == 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the probe never waited")
+			}
+		}
+		time.Sleep(5 * time.Millisecond) // the probe parks
+		e0.post(e0.newSend(7, 1, th, 9, make([]byte, i+1)))
+		if err := <-got; err != nil {
+			t.Fatalf("probe %d: %v", i, err)
+		}
+		if n := probes(); n != 0 {
+			t.Fatalf("probe %d returned, %d still counted", i, n)
+		}
+		r := e1.newRecv(th, 0, 7, 9, nil)
+		e1.post(r)
+		if err := r.Wait(ctx); err != nil || len(r.Data()) != i+1 {
+			t.Fatalf("receive %d: %d bytes, %v", i, len(r.Data()), err)
 		}
 	}
 }
