@@ -83,3 +83,56 @@ func TestIrecvReuse(t *testing.T) {
 		}
 	}
 }
+
+// A receive whose completion was signalled on its Done channel and never
+// taken from it, posted again with IrecvReuse, starts with no signal: its
+// next Done does not fire before its next message. One that completed
+// before anyone waited has no signal to take.
+func TestIrecvReuseDrainsSignal(t *testing.T) {
+	e, err := New(Config{Proc: 0, JobKey: 0xfeed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	rx, tx := e.Endpoint(1), e.Endpoint(2)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r := rx.Irecv(0, 2, 7, make([]byte, 8))
+	for i := range 4 {
+		parked := i%2 == 0
+		if parked {
+			_ = r.Done() // signalled on completion; nobody takes it
+		}
+		// (A receive not parked completes without a signal.)
+		if err := tx.Send(ctx, 0, 1, 7, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if done, err := r.Test(); !done || err != nil || len(r.Data()) != 1 || r.Data()[0] != byte(i) {
+			t.Fatalf("message %d: done %v, %v, data %v", i, done, err, r.Data())
+		}
+		if r2 := rx.IrecvReuse(r, 0, 2, 7, make([]byte, 8)); r2 != r {
+			t.Fatalf("message %d: IrecvReuse posted a new request", i)
+		}
+		if done, _ := r.Test(); done {
+			t.Fatalf("message %d: the reposted receive is done with no message", i)
+		}
+		if !parked {
+			continue // Done would park r
+		}
+		select {
+		case <-r.Done():
+			t.Fatalf("message %d: the reposted receive signals done with no message", i)
+		default:
+		}
+		// Its next message is signalled.
+		if err := tx.Send(ctx, 0, 1, 7, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-r.Done():
+		case <-ctx.Done():
+			t.Fatalf("message %d: no signal for the reposted receive's message", i)
+		}
+		r = rx.IrecvReuse(r, 0, 2, 7, make([]byte, 8))
+	}
+}

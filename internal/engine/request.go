@@ -131,13 +131,19 @@ func (r *Request) doneChan() chan struct{} {
 // waited out first: its late state would mark the next use done.
 func (r *Request) reset() {
 	r.completed()
-	if p := r.done.Load(); p != nil {
-		select {
-		case <-*p:
-		default:
+	// Only a parked request is ever signalled (complete, Done, and the
+	// context watch of a parked wait): one that completed before anyone
+	// waited, as a message that had arrived, has nothing on done, and
+	// its channel, a cache line of its own, is left alone.
+	if r.parked.Load() {
+		if p := r.done.Load(); p != nil {
+			select {
+			case <-*p:
+			default:
+			}
 		}
+		r.parked.Store(false)
 	}
-	r.parked.Store(false)
 	r.state.Store(statePending)
 	r.err = nil
 	r.data, r.buf, r.next = nil, nil, nil
