@@ -33,6 +33,7 @@ type dispatcher struct {
 	protected bool
 	holder    fabric.Holder
 	holding   atomic.Bool
+	batching  atomic.Bool // a batch is being handled on a port with a holder (beginBatch)
 	held      bool
 	room      uint64 // Engine.room when the batch began
 	// keepsDue: the holder handling the batch keeps the deadlines of

@@ -495,7 +495,7 @@ func (d *dispatcher) drive(ctx context.Context, r *Request, crowded bool) (done,
 func (d *dispatcher) handleBatch(msgs [][]byte) {
 	now := nanotime()
 	d.batchAt = now
-	d.room = d.e.room.Load()
+	d.beginBatch()
 	for i := 0; i < len(msgs); i++ {
 		if d.handle(msgs[i], now); d.held {
 			for k := d.hold(i); k > 0; k-- {
@@ -505,6 +505,7 @@ func (d *dispatcher) handleBatch(msgs [][]byte) {
 		}
 		msgs[i] = nil
 	}
+	d.endBatch()
 	d.expect() // where the next fragments go (placing.go)
 	d.flush()
 	if d.holder != nil {

@@ -598,20 +598,57 @@ func (d *dispatcher) hold(i int) int {
 //
 // Every message received calls it: with no port that can hold a datagram
 // (UDP's), it writes nothing shared, where the count of room events was
-// one more atomic write to a line all the receiving threads share.
+// one more atomic write to a line all the receiving threads share. With
+// one (shared memory's), it writes the count only while a port handles a
+// batch (which may hold a datagram for room that the count says came
+// since it began, see hold) or holds one: a receiving thread that posts
+// its receives while the port is idle, or driven by that very thread,
+// writes nothing that the port's handler reads.
+//
+// The order makes it safe: the caller made its room before it looks, and
+// a port sets batching before it reads the count and clears it only
+// after any holding of its batch is set. A port not batching when looked
+// at either begins its batch after the room was made, and sees it, or
+// ended it before, and then shows holding if it held.
 func (e *Engine) resumeHeld() {
 	if !e.holders.Load() {
 		return
 	}
-	e.room.Add(1)
 	ps := e.portList.Load()
 	if ps == nil {
 		return
 	}
+	quiet := true
+	for _, d := range *ps {
+		if d.holder != nil && (d.batching.Load() || d.holding.Load()) {
+			quiet = false
+			break
+		}
+	}
+	if quiet {
+		return
+	}
+	e.room.Add(1)
 	for _, d := range *ps {
 		if d.holding.Load() && d.holding.CompareAndSwap(true, false) {
 			d.holder.Resume()
 		}
+	}
+}
+
+// beginBatch marks the start of a batch's handling, and notes the count
+// of room events it begins from (hold, resumeHeld).
+func (d *dispatcher) beginBatch() {
+	if d.holder != nil {
+		d.batching.Store(true)
+	}
+	d.room = d.e.room.Load()
+}
+
+// endBatch marks the end of a batch's handling, after its holds.
+func (d *dispatcher) endBatch() {
+	if d.holder != nil {
+		d.batching.Store(false)
 	}
 }
 

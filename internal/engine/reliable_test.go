@@ -350,8 +350,10 @@ func TestReliableConcurrentIsends(t *testing.T) {
 
 // TestRoomCountedOnlyWithHolder: a message freed or a receive posted
 // writes the shared count of room events only when a port can hold
-// datagrams for want of room (shared memory's, on the reliable path);
-// with none (UDP, memory) it writes nothing shared.
+// datagrams for want of room (shared memory's, on the reliable path), and
+// there only while such a port handles a batch or holds a datagram; with
+// no such port (UDP, memory), or with the port idle, it writes nothing
+// shared. A holding port is resumed.
 func TestRoomCountedOnlyWithHolder(t *testing.T) {
 	m0, _ := memPair(t, Config{})
 	r := m0.room.Load()
@@ -360,9 +362,26 @@ func TestRoomCountedOnlyWithHolder(t *testing.T) {
 		t.Fatalf("memory ports: holders %v, room %d -> %d", m0.holders.Load(), r, m0.room.Load())
 	}
 	s0, _, _, _ := shmPair(t, Config{})
+	d := s0.ports[0]
+	if !s0.holders.Load() || d.holder == nil {
+		t.Fatalf("shared-memory ports: holders %v", s0.holders.Load())
+	}
+	// The port's own handling runs meanwhile only for what comes to it,
+	// and nothing is sent here: it is idle.
 	r = s0.room.Load()
 	s0.resumeHeld()
-	if !s0.holders.Load() || s0.room.Load() == r {
-		t.Fatalf("shared-memory ports: holders %v, room %d -> %d", s0.holders.Load(), r, s0.room.Load())
+	if got := s0.room.Load(); got != r {
+		t.Fatalf("shared-memory port idle: room %d -> %d", r, got)
+	}
+	d.batching.Store(true)
+	s0.resumeHeld()
+	d.batching.Store(false)
+	if got := s0.room.Load(); got != r+1 {
+		t.Fatalf("shared-memory port handling a batch: room %d -> %d", r, got)
+	}
+	d.holding.Store(true)
+	s0.resumeHeld()
+	if got := s0.room.Load(); got != r+2 || d.holding.Load() {
+		t.Fatalf("shared-memory port holding: room %d -> %d, still holding %v", r+1, got, d.holding.Load())
 	}
 }
