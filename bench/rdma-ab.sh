@@ -7,6 +7,9 @@
 # and of each series' counters per round trip or message, both processes
 # (/cs context switches, /sys system calls (tracefs is mounted for them),
 # /cpu CPU µs): counters tell variants apart where TCG's timings cannot.
+# It also gives rxe's own counters' growth per command run (rxe CMD rnr:
+# receiver-not-ready NAKs received; retry: transport retries; exceeded:
+# retries run out, a queue pair failed; dup: duplicate requests).
 #
 #   bench/rdma-ab.sh [-r ROUNDS] [-c CMDS] [-o LOG] [-T] NAME=BENCH_BINARY ...
 #
@@ -14,6 +17,7 @@
 #   -c CMDS  ;-separated bench arguments run per binary per round (default:
 #            the 2 B round trip and the 64 KiB and 1 MiB streams, both modes)
 #   -o LOG   the guest's output (default /tmp/rdma-ab.log)
+#   -s       boot nothing: summarize the LOG of an earlier run (-o)
 #   -T       also count each system call and context switch of the whole
 #            guest during each command (tracefs histograms): the summary
 #            then gives, per variant, the median count per command run of
@@ -32,13 +36,15 @@ ROUNDS=3
 CMDS="roundtrip --fabric rdma --mode blocking,polling --sizes 2 --iters 300 --reps 3 --warmup 10;throughput --fabric rdma --mode blocking,polling --sizes 64K,1M --reps 3"
 LOG=/tmp/rdma-ab.log
 TRACE=0
-while getopts "r:c:o:Th" opt; do
+SUMMARY=0
+while getopts "r:c:o:Tsh" opt; do
 	case $opt in
 	r) ROUNDS=$OPTARG ;;
 	c) CMDS=$OPTARG ;;
 	o) LOG=$OPTARG ;;
 	T) TRACE=1 ;;
-	*) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
+	s) SUMMARY=1 ;;
+	*) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -63,6 +69,12 @@ trace() {
 		echo \"\$1\$H2\" >\$T/events/sched/sched_switch/trigger
 	fi
 }
+# rxe's counters of the device (receiver-not-ready NAKs received, transport
+# retries, retries exhausted, duplicate requests), before and after each command.
+rxe() {
+	hw=/sys/class/infiniband/\${RDMA_VM_DEV:-rxe0}/ports/1/hw_counters
+	for f in rcvd_rnr_err completer_retry_err retry_exceeded_err duplicate_request; do printf '%s ' \$(cat \$hw/\$f 2>/dev/null || echo 0); done
+}
 names='${names[*]}'
 bins='${base[*]}'
 n=${#names[@]}
@@ -74,7 +86,9 @@ for r in \$(seq 1 $ROUNDS); do
 		for c in \"\$@\"; do
 			echo \"### round \$r variant \$name: \$c\"
 			trace ''
+			hw0=\$(rxe)
 			./\$bin \$c 2>/tmp/err || { echo \"!!! failed\"; tail -5 /tmp/err; }
+			echo \"### rxe \$hw0 -> \$(rxe)\"
 			if [ $TRACE = 1 ]; then
 				echo '### syscalls'; grep -E '^\\{ id:' \$T/events/raw_syscalls/sys_enter/hist
 				echo '### switches'; grep -E '^\\{ prev_comm: bench' \$T/events/sched/sched_switch/hist
@@ -84,10 +98,12 @@ for r in \$(seq 1 $ROUNDS); do
 	done
 done"
 
-echo "rdma-ab.sh: host load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
-start=$(date +%s)
-"$VM" -m 2G -t "${RDMA_VM_TIMEOUT:-1500}" "${files[@]}" -- "$guest" >"$LOG" || { echo "rdma-ab.sh: guest failed, see $LOG" >&2; exit 1; }
-echo "rdma-ab.sh: guest took $(($(date +%s) - start)) s; host load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+if [ "$SUMMARY" = 0 ]; then
+	echo "rdma-ab.sh: host load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+	start=$(date +%s)
+	"$VM" -m 2G -t "${RDMA_VM_TIMEOUT:-1500}" "${files[@]}" -- "$guest" >"$LOG" || { echo "rdma-ab.sh: guest failed, see $LOG" >&2; exit 1; }
+	echo "rdma-ab.sh: guest took $(($(date +%s) - start)) s; host load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+fi
 
 # Each bench table row: size, then per series median and spread, then the
 # ratios (ending in x). Print name, command, size and each ratio column.
@@ -103,6 +119,12 @@ awk '
 /^\{ prev_comm: bench/ {
 	key = "trace " cmd " switch/" ($(NF - 3) == 0 ? "preempted" : $(NF - 3) == 1 ? "slept" : "other")
 	seen[key] += $NF
+	next
+}
+# "### rxe 1 2 0 0 -> 5 3 0 0": per command run, the growth of the rxe counters.
+/^### rxe / {
+	split("rnr retry exceeded dup", rxn, " ")
+	for (k = 1; k <= 4; k++) { key = "rxe " cmd " " rxn[k]; vals[v, key] = vals[v, key] " " ($(k + 7) - $(k + 2)); keys[key] = 1 }
 	next
 }
 /^### switches/ { next }
