@@ -359,7 +359,9 @@ func (d *dispatcher) flush() {
 		}
 		e.putBatch(b)
 	}
-	clear(d.touched)
+	for i := 0; i < len(d.touched); i++ {
+		d.touched[i] = nil // not clear(): see batch.reset
+	}
 	d.touched = d.touched[:0]
 	d.wakeAll()
 }
