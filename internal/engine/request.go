@@ -218,26 +218,37 @@ func (r *Request) complete(err error) bool {
 		return false
 	}
 	r.err = err
-	if r.kind == sendReq && r.xmit.Load() != 0 {
-		// Held before the mark: the transmission that sees the mark
-		// finishes r, after this store.
-		r.state.Store(stateHeld)
-		if r.holdForXmit() {
-			return true
-		}
+	if r.kind == sendReq && r.xmit.Load() != 0 && r.hold() {
+		return true
 	}
-	r.finish()
+	// finish's body, inline: complete is on the way of every message.
+	if r.parked.Load() {
+		*r.done.Load() <- struct{}{}
+	}
+	r.state.Store(stateDone)
+	if d := r.driver.Load(); d != nil {
+		d.interrupt()
+	}
 	return true
 }
 
-// finish signals r's completion, its outcome set.
+// hold leaves the completion of r, claimed and its outcome set, to the
+// last transmission still reading its data, if one is (holdForXmit). r
+// is held before the mark: the transmission that sees the mark finishes
+// r after this store.
+func (r *Request) hold() bool {
+	r.state.Store(stateHeld)
+	return r.holdForXmit()
+}
+
+// finish signals the completion of r, its outcome set.
 func (r *Request) finish() {
 	// The signal goes before the state: an owner that sees the request
 	// done (a driving waiter, Test) and reuses it finds the signal there
 	// for reset to drain; none can land in the next use. A waiter sets
 	// parked before it looks at the state (chanWait, Done): either this
-	// sees parked and signals, or the waiter sees the request claimed
-	// or done and does not block.
+	// sees parked and signals, or the waiter sees the request claimed,
+	// held or done and does not block.
 	if r.parked.Load() {
 		*r.done.Load() <- struct{}{} // made before parked was set
 	}
