@@ -180,7 +180,7 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 		d.pl.cur = nil
 		d.c.bytesRecv.Add(uint64(len(pkt)))
 		if d.protected {
-			h, body, err = wire.DecodeProtected(pkt, e.cfg.JobKey)
+			body, err = wire.DecodeProtectedTo(&h, pkt, e.cfg.JobKey)
 		} else {
 			h, body, err = wire.Decode(pkt, e.cfg.JobKey)
 		}

@@ -19,6 +19,9 @@ func FuzzDecode(f *testing.F) {
 	f.Add(bundle(Header{JobKey: key, Flags: FlagAck | FlagBodyUnsummed, FragSize: 64}, subs[:1], [][]byte{{}}))
 	f.Add(bundle(Header{JobKey: key, Flags: FlagReliable, FragSize: 1000, MsgID: 7}, subs[:1], [][]byte{make([]byte, 64)}))
 	f.Add(encode(Header{Kind: Data, Flags: FlagBodyUnsummed, JobKey: key, FragSize: 100, Total: 250, FragIndex: 2}, make([]byte, 50)))
+	unsealed := make([]byte, HeaderSize, HeaderSize+3)
+	(&Header{Kind: Data, Flags: FlagBodyUnsummed, JobKey: key, FragSize: 3, Total: 3}).EncodeUnsealed(unsealed, []byte{1, 2, 3})
+	f.Add(append(unsealed, 1, 2, 3))
 	f.Fuzz(func(t *testing.T, pkt []byte) {
 		hh, herr := DecodeHead(pkt, len(pkt), key)
 		h, body, err := Decode(pkt, key)
@@ -26,8 +29,15 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("DecodeHead accepted %+v, Decode %+v, %v", hh, h, err)
 		}
 		// What Decode accepts, DecodeProtected (which verifies less) does.
-		if hp, _, perr := DecodeProtected(pkt, key); err == nil && (perr != nil || hp != h) {
+		hp, bp, perr := DecodeProtected(pkt, key)
+		if err == nil && (perr != nil || hp != h) {
 			t.Fatalf("Decode accepted %+v, DecodeProtected %+v, %v", h, hp, perr)
+		}
+		// DecodeProtectedTo is DecodeProtected into a header of the caller's.
+		var ht Header
+		bt, terr := DecodeProtectedTo(&ht, pkt, key)
+		if terr != perr || perr == nil && (ht != hp || len(bt) != len(bp)) {
+			t.Fatalf("DecodeProtected %+v, %d, %v; DecodeProtectedTo %+v, %d, %v", hp, len(bp), perr, ht, len(bt), terr)
 		}
 		if err != nil {
 			return

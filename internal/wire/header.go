@@ -320,6 +320,16 @@ func DecodeProtected(pkt []byte, jobKey uint64) (Header, []byte, error) {
 	return decodeVerify(pkt[:HeaderSize], pkt[HeaderSize:], len(pkt)-HeaderSize, jobKey, false)
 }
 
+// DecodeProtectedTo is DecodeProtected into *h, which must be zero: the
+// header is not copied out of a returned value. On an error *h is
+// undefined.
+func DecodeProtectedTo(h *Header, pkt []byte, jobKey uint64) ([]byte, error) {
+	if len(pkt) < HeaderSize {
+		return nil, ErrShort
+	}
+	return decodeTo(h, pkt[:HeaderSize], pkt[HeaderSize:], len(pkt)-HeaderSize, jobKey, false)
+}
+
 // DecodeSplit is Decode of a datagram received in two places: its header
 // pkt (HeaderSize bytes at least, the rest ignored) and its body. It
 // returns body as the datagram's body.
@@ -349,19 +359,25 @@ func decode(pkt, body []byte, bodyLen int, jobKey uint64) (Header, []byte, error
 // alone only with headerSum.
 func decodeVerify(pkt, body []byte, bodyLen int, jobKey uint64, headerSum bool) (Header, []byte, error) {
 	var h Header
+	body, err := decodeTo(&h, pkt, body, bodyLen, jobKey, headerSum)
+	return h, body, err
+}
+
+// decodeTo is decodeVerify into *h (zero).
+func decodeTo(h *Header, pkt, body []byte, bodyLen int, jobKey uint64, headerSum bool) ([]byte, error) {
 	if len(pkt) < HeaderSize {
-		return h, nil, ErrShort
+		return nil, ErrShort
 	}
 	le := binary.LittleEndian
 	if le.Uint16(pkt[0:]) != Magic {
-		return h, nil, ErrMagic
+		return nil, ErrMagic
 	}
 	if pkt[2] != Version {
-		return h, nil, ErrVersion
+		return nil, ErrVersion
 	}
 	h.JobKey = le.Uint64(pkt[8:])
 	if h.JobKey != jobKey {
-		return h, nil, ErrJobKey
+		return nil, ErrJobKey
 	}
 	h.Kind = Kind(pkt[3])
 	h.Flags = pkt[4]
@@ -381,30 +397,30 @@ func decodeVerify(pkt, body []byte, bodyLen int, jobKey uint64, headerSum bool) 
 	h.DstInc = le.Uint32(pkt[84:])
 	h.AckCum = le.Uint64(pkt[88:])
 	if uint64(h.BodyLen) != uint64(bodyLen) {
-		return h, nil, ErrLength
+		return nil, ErrLength
 	}
 	if sb := summed(pkt, body); (headerSum || sb != nil) && le.Uint64(pkt[72:]) != checksum(pkt, sb) {
-		return h, nil, ErrChecksum
+		return nil, ErrChecksum
 	}
 	if h.Kind == 0 || h.Kind >= kindEnd {
-		return h, nil, ErrKind
+		return nil, ErrKind
 	}
 	if h.Flags&FlagBundle != 0 {
-		if err := checkBundle(&h, body); err != nil {
-			return h, nil, err
+		if err := checkBundle(h, body); err != nil {
+			return nil, err
 		}
-		return h, body, nil
+		return body, nil
 	}
 	if h.Kind == Data {
 		if h.FragSize == 0 || h.FragSize > MaxFragment-HeaderSize {
-			return h, nil, ErrLength
+			return nil, ErrLength
 		}
 		if uint64(h.FragIndex) >= FragCount(h.Total, h.FragSize) {
-			return h, nil, ErrLength
+			return nil, ErrLength
 		}
 		if uint64(h.BodyLen) != FragLen(h.Total, h.FragSize, h.FragIndex) {
-			return h, nil, ErrLength
+			return nil, ErrLength
 		}
 	}
-	return h, body, nil
+	return body, nil
 }
