@@ -52,7 +52,7 @@ type dispatcher struct {
 	ackBody   wire.AckBody
 	carried   wire.AckBody // the acknowledgement a data datagram carries (handle); no blocks
 	acked     batch        // the sends an acknowledgement completes (onAck): done, posted
-	batchAt   int64        // when the batch being handled began
+	batchAt   int64        // when the batch being handled began (0: not yet read, see clock)
 }
 
 type busyReply struct {
@@ -164,7 +164,16 @@ var decodeDrop = map[error]int{
 	wire.ErrKind:     DropKind,
 }
 
-// handle processes one received datagram.
+// clock is the time of the batch being handled, read at its first need.
+func (d *dispatcher) clock() int64 {
+	if d.batchAt == 0 {
+		d.batchAt = nanotime()
+	}
+	return d.batchAt
+}
+
+// handle processes one received datagram; now is the time, or 0 for
+// handle to read it when needed (clock).
 func (d *dispatcher) handle(pkt []byte, now int64) {
 	e := d.e
 	d.c.fragsRecv.Add(1)
@@ -224,7 +233,16 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 		d.c.drops[DropStale].Add(1)
 		return
 	}
-	p.lastHeard.Store(now)
+	// The silence of a peer matters while a message from it is under
+	// way: a whole message alone on the reliable path (one datagram, or
+	// a bundle of them) reads no clock to say it was heard.
+	if h.Flags&wire.FlagReliable == 0 || h.Flags&wire.FlagRendezvous != 0 ||
+		h.Flags&wire.FlagBundle == 0 && (h.FragIndex != 0 || uint64(h.BodyLen) != h.Total) {
+		if now == 0 {
+			now = d.clock()
+		}
+		p.lastHeard.Store(now)
+	}
 	switch h.Kind {
 	case wire.Data, wire.Abort:
 		if e.dataPort.Load() != d {
@@ -308,7 +326,7 @@ func (d *dispatcher) flush() {
 	}
 	var b *batch // taken when an acknowledgement leaves (most are deferred or carried)
 	var out *dispatcher
-	now := d.batchAt
+	now := d.clock()
 	for _, p := range d.touched {
 		rt := p.ctrl()
 		if rt == nil {

@@ -76,19 +76,20 @@ const (
 type progress struct {
 	waiter   fabric.Waiter // nil: the port cannot be driven by callers
 	state    atomic.Int32
-	released atomic.Int64 // nanotime at which the port was last left unattended
-	waiters  waiterCount  // threads waiting on their request for this port
-	sleeping atomic.Bool  // the driving thread sleeps in the fabric
-	parked   atomic.Bool  // a polling dispatcher parks in the fabric (pollIdle)
+	waiters  waiterCount // threads waiting on their request for this port
+	sleeping atomic.Bool // the driving thread sleeps in the fabric
+	parked   atomic.Bool // a polling dispatcher parks in the fabric (pollIdle)
 	nudge    chan struct{}
 
 	// drive is held by whoever receives and handles datagrams: the
 	// dispatcher for each batch, a driving thread while it drives.
 	drive sync.Mutex
 	msgs  [][]byte // receive slots, guarded by drive
-	// leftAt is when the batch that completed a driver's request began,
-	// for letGo (0: unknown, read the clock); used by the token's holder.
-	leftAt int64
+	// seenLeads and seenAt: the count of leads when the dispatcher last
+	// found the port unattended with a count it had not seen, and when
+	// (reclaim; used by the dispatcher alone).
+	seenLeads uint64
+	seenAt    int64
 
 	// Counters (PortStats): leads, tokens taken by a waiting thread (of
 	// which steals, from the dispatcher); handbacks, a leaving driver gave
@@ -348,12 +349,6 @@ func (d *dispatcher) tryLead() bool {
 // dispatcher at once if other threads wait on the port.
 func (d *dispatcher) letGo() {
 	pr := &d.prog
-	at := pr.leftAt
-	if at == 0 {
-		at = nanotime()
-	}
-	pr.leftAt = 0
-	pr.released.Store(at)
 	pr.state.Store(tokFree)
 	if pr.waiters.Load() > 0 && pr.state.CompareAndSwap(tokFree, tokDispatcher) {
 		pr.handbacks.Add(1)
@@ -410,10 +405,8 @@ func (d *dispatcher) drive(ctx context.Context, r *Request, crowded bool) (done,
 		start = nanotime()
 		spinUntil = start + int64(driveSpin)
 	}
-	var batchAt int64 // when the batch just handled began (0: none since the last poll)
 	for polls := 0; ; polls++ {
 		if r.state.Load() == stateDone {
-			pr.leftAt = batchAt // a clock read fewer for letGo
 			return true, true, r.err
 		}
 		if e.closed.Load() {
@@ -435,7 +428,6 @@ func (d *dispatcher) drive(ctx context.Context, r *Request, crowded bool) (done,
 		if d.mode == Polling || now < spinUntil {
 			k, err = d.fab.Poll(pr.msgs)
 			if k == 0 && err == nil {
-				batchAt = 0
 				if e.acks.due.Load() != 0 && (d.mode == Blocking || polls%8 == 0) {
 					if d.mode == Polling {
 						now = nanotime()
@@ -485,7 +477,6 @@ func (d *dispatcher) drive(ctx context.Context, r *Request, crowded bool) (done,
 			pr.threadBatches.Add(1)
 			d.keepsDue = true
 			d.handleBatch(pr.msgs[:k])
-			batchAt = d.batchAt
 		}
 	}
 }
@@ -493,11 +484,13 @@ func (d *dispatcher) drive(ctx context.Context, r *Request, crowded bool) (done,
 // handleBatch handles received datagrams and sends what they call for.
 // The caller holds the token and drive.
 func (d *dispatcher) handleBatch(msgs [][]byte) {
-	now := nanotime()
-	d.batchAt = now
+	// The clock is read at the first need (clock): a batch of whole
+	// messages on the reliable path needs none, and a read costs more
+	// than handling such a message.
+	d.batchAt = 0
 	d.beginBatch()
 	for i := 0; i < len(msgs); i++ {
-		if d.handle(msgs[i], now); d.held {
+		if d.handle(msgs[i], 0); d.held {
 			for k := d.hold(i); k > 0; k-- {
 				i++
 				msgs[i] = nil // back in the fabric, received again later
@@ -526,7 +519,15 @@ func (d *dispatcher) reclaim(t **time.Timer) bool {
 		case tokDispatcher:
 			return true
 		case tokFree:
-			idle := time.Duration(nanotime() - pr.released.Load())
+			// Unattended since the dispatcher first found it so with
+			// the leads it counts now (no thread took the token since):
+			// a driver letting go reads no clock for it, and the port
+			// goes back after one to two graces unattended.
+			now := nanotime()
+			if l := pr.leads.Load(); l != pr.seenLeads || pr.seenAt == 0 {
+				pr.seenLeads, pr.seenAt = l, now
+			}
+			idle := time.Duration(now - pr.seenAt)
 			if idle >= progressGrace {
 				if pr.state.CompareAndSwap(tokFree, tokDispatcher) {
 					pr.reclaims.Add(1)

@@ -381,7 +381,11 @@ func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
 	}()
 	crowded := crowdedDriver() // see driveFor
 	defer drivers.Add(-1)
-	start := nanotime()
+	// The clock is read every 8th look (a read costs more than a look
+	// at the ring and a poll of the port), the spin counted from the
+	// first read.
+	var start int64
+	spinning := true
 	for i := 0; ; i++ {
 		taken, err := f.Taken(r.rt.ep)
 		if err != nil {
@@ -402,7 +406,13 @@ func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
 			led = d.tryLead()
 		}
 		d.helpDrive(led)
-		spinning := nanotime()-start < int64(driveSpin)
+		if i%8 == 7 {
+			now := nanotime()
+			if start == 0 {
+				start = now
+			}
+			spinning = now-start < int64(driveSpin)
+		}
 		if led && !spinning {
 			d.letGo()
 			led = false
