@@ -307,6 +307,10 @@ func TestGatewayNetns(t *testing.T) {
 			t.Fatalf("A's route to C: %q", l)
 		}
 	}
+	// Each process learns of C's join from its own directory stream: B
+	// (which sends to C directly and forwards A's datagrams to it) may
+	// hear of it after A did.
+	pb.do("waitroute 2 1")
 	pc.do("waitroute 0 1")
 
 	sizes := []int{1, 100, 1472, 64 << 10, 1 << 20, 2 << 20}
