@@ -1,6 +1,7 @@
 package shm
 
 import (
+	"bytes"
 	"os"
 	"strconv"
 	"sync"
@@ -79,10 +80,7 @@ func readProc(path *byte, buf []byte) int {
 // parentheses and may hold spaces and parentheses: the fields that follow
 // start after the last ')'.
 func parseStat(b []byte) (start uint64, zombie bool) {
-	i := len(b) - 1
-	for i >= 0 && b[i] != ')' {
-		i--
-	}
+	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
 		return 0, false
 	}

@@ -24,7 +24,7 @@ const EagerLimit = 16 << 10
 // to a power of two) and postCost for its request. Past it IsendCopy is
 // Isend and SendBuffered is Send. The bound is in bytes rather than copies
 // so that many threads each streaming small messages (1,000 senders with
-// 64 in flight each) still post copies rather than fall back to a request
+// 32 in flight each) still post copies rather than fall back to a request
 // allocated per message: 16 MiB holds 1,000 copies of EagerLimit bytes or
 // about 37,000 of 64 B. The requests and buffers kept for reuse once the
 // copies are acknowledged stay within it too (postsKept, bufClassKeep).
