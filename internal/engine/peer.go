@@ -106,6 +106,13 @@ type peer struct {
 		head [wire.HeaderSize]byte
 		dg   [1]fabric.Datagram
 	}
+	// solo is the scratch of the datagram path's solo send
+	// (soloLocked), guarded by xmitMu: a whole datagram, header and body,
+	// and the datagram handed to the fabric.
+	solo struct {
+		buf [wire.HeaderSize + soloMax]byte
+		dg  [1]fabric.Datagram
+	}
 	lost atomic.Uint32 // times the fabric reported the peer gone
 	// flushArmed: messages were deferred for a bundle since the last flush
 	// (relbundle.go), and flushTimer (guarded by mu) will send them.

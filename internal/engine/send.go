@@ -67,6 +67,9 @@ func (e *Engine) isend(r *Request) {
 	if rel && !behind && p.tx.queue.head == nil && p.shortLocked(r) {
 		return // transmitted, p.mu released
 	}
+	if !rel && p.tx.queue.head == nil && p.soloLocked(r, now) {
+		return // transmitted, p.mu released
+	}
 	p.tx.enqueue(r)
 	if rel {
 		deferred := p.deferLocked(r, behind)
@@ -83,6 +86,112 @@ func (e *Engine) isend(r *Request) {
 	if !clocked {
 		p.pumpAt(now)
 	}
+}
+
+// soloMax is the largest message the solo path takes (soloLocked): its
+// datagram, header and body, is built in the peer's scratch.
+const soloMax = 416
+
+// soloLocked transmits r at once on the datagram path, a message of at
+// most soloMax bytes posted with nothing queued before it and room in the
+// windows: what fillLocked, build and pumpBatch would do for it, without
+// a batch, its locks and its loops (the send of a ping-pong, a request, a
+// reply). Its datagram, header and body, is written into the peer's
+// scratch, so that no transmission reads r's data once p.mu is released.
+// It reports false, having done nothing, when r is not such a message or
+// another thread transmits to p (xmitMu held); the caller then queues r.
+// now is the time if the caller read it, else 0. p.mu is held, and
+// released if it reports true.
+func (p *peer) soloLocked(r *Request, now int64) bool {
+	t := &p.tx
+	if len(r.data) > soloMax || r.rndv || t.failed != nil || t.nNeed > 0 || t.probeSeq != 0 || !t.ssBounded ||
+		t.pipe() >= min(int(t.cwnd), p.e.cfg.AckEvery) || t.rlen >= t.peerWin {
+		return false
+	}
+	rs := p.routes.Load()
+	if rs == nil || len(*rs) == 0 {
+		return false
+	}
+	rt := rs.pick(int64(len(r.data)))
+	fragSize := fragSizeFor(uint64(len(r.data)), rt.maxDg-wire.HeaderSize)
+	if uint64(len(r.data)) > uint64(fragSize) || !p.xmitMu.TryLock() {
+		return false
+	}
+	if now == 0 {
+		now = nanotime()
+	}
+	if now < t.busyUntil {
+		p.xmitMu.Unlock()
+		return false
+	}
+	r.started = true
+	r.msgID = t.nextMsgID
+	t.nextMsgID++
+	r.rt, r.fragSize, r.nfrag, r.nextFrag = rt, fragSize, 1, 1
+	if t.rlen == 0 {
+		t.progressAt, t.probes = now, 0 // a new flight starts
+	}
+	seq := t.nextSeq
+	t.push(txEntry{seq: seq, req: r, msgID: r.msgID, kind: wire.Data, sentAt: now})
+	t.nextSeq++
+	at := now + int64(t.rto)
+	if pa := t.probeAt(p.e.cfg.AckDelay); pa != 0 {
+		at = min(at, max(pa, now))
+	}
+	p.armTimerLocked(at, now)
+	p.mu.Unlock()
+	// The acknowledgement the datagram carries is read after the cut,
+	// xmitMu held (pumpBatch reads it before: either way it is at least
+	// what the receive stream had when the datagram was cut).
+	p.rxmu.Lock()
+	cum, piggy := p.rx.cum, p.rx.cum > 0 || p.rx.ackPending
+	if piggy {
+		p.sentDataLocked(cum, now)
+	}
+	p.rxmu.Unlock()
+	h := wire.Header{
+		Kind:      wire.Data,
+		JobKey:    p.e.cfg.JobKey,
+		Hops:      wire.DefaultHops,
+		SrcInc:    p.e.inc,
+		DstInc:    p.inc.Load(),
+		SrcProc:   uint32(p.e.cfg.Proc),
+		SrcThread: uint32(r.srcThread),
+		DstProc:   uint32(p.proc),
+		DstThread: uint32(r.dstThread),
+		Tag:       int32(r.tag),
+		MsgID:     r.msgID,
+		Seq:       seq,
+		FragSize:  fragSize,
+		Total:     uint64(len(r.data)),
+	}
+	if piggy {
+		h.Flags |= wire.FlagAck
+		h.AckCum = cum
+	}
+	if r.ackNow {
+		h.Flags |= wire.FlagAckNow
+	}
+	s := &p.solo
+	n := copy(s.buf[wire.HeaderSize:], r.data)
+	if rt.disp.protected && !p.e.cfg.SumBodies {
+		// A small whole message on a protected route: no checksum at
+		// all (see build).
+		h.Flags |= wire.FlagBodyUnsummed
+		h.EncodeUnsealed(s.buf[:wire.HeaderSize], s.buf[wire.HeaderSize:wire.HeaderSize+n])
+	} else {
+		h.Encode(s.buf[:wire.HeaderSize], s.buf[wire.HeaderSize:wire.HeaderSize+n])
+	}
+	s.dg[0] = fabric.Datagram{Head: s.buf[:wire.HeaderSize+n], To: rt.ep}
+	p.e.transmit(rt.disp, s.dg[:])
+	s.dg[0] = fabric.Datagram{}
+	p.xmitMu.Unlock()
+	// Work queued meanwhile by a thread that found xmitMu held was left
+	// to this one (see pump).
+	if p.pumpWanted.Load() {
+		p.pump()
+	}
+	return true
 }
 
 // pump transmits what the windows allow: due retransmissions first, then
