@@ -404,7 +404,7 @@ func (e *Engine) Stats() []PortStats {
 func (e *Engine) BudgetUsed() int64 { return e.budgetUsed.Load() }
 
 // mcbsInUse is the number of message control blocks in use.
-func (e *Engine) mcbsInUse() int { return e.pool.inUse() }
+func (e *Engine) mcbsInUse() int { return e.pool.inUse() - e.table.freeBlocks() }
 
 // reserve takes n bytes of the receive budget, or reports false when they
 // would take it past RecvBudget. The budget is held for the storage of

@@ -39,7 +39,10 @@ func (e *Engine) tryLocal(r *Request) bool {
 		return true
 	}
 	n := int64(len(r.data))
-	m := e.pool.get()
+	m := e.table.takeFree(s)
+	if m == nil {
+		m = e.table.getMCB(s)
+	}
 	if m == nil {
 		s.mu.Unlock()
 		return false

@@ -305,7 +305,7 @@ func (d *dispatcher) lead(dg []byte, n int) {
 	if rx.silent || rx.has(h.Seq) || h.Seq >= rx.cum+rx.window() || rx.finished(h.MsgID) || rx.inprog[h.MsgID] != nil {
 		return
 	}
-	m := e.pool.get()
+	m := e.table.getMCB(nil)
 	if m == nil {
 		return
 	}

@@ -20,6 +20,9 @@ func (e *Engine) irecv(r *Request) {
 			r.complete(err)
 			return
 		}
+	} else if m.total <= keptData && m.data != nil && m.owner == nil && m.expBy == nil && !m.rndv {
+		e.fillSmallLocked(s, r, m)
+		return
 	}
 	s.mu.Unlock()
 	if m != nil && m.rndv {
@@ -156,6 +159,36 @@ func (e *Engine) fillFromMCB(r *Request, m *mcb) {
 	}
 	r.setFrom(m.key)
 	e.freeMCB(m)
+	r.complete(err)
+}
+
+// fillSmallLocked completes receive r with m, a small message stored whole
+// in a data buffer of its own, which r's post has just taken from the
+// table: the copy is made under the stripe lock s, already held, and m
+// goes onto the stripe's free list before s is unlocked (the common case
+// of many threads each receiving its own stream: most of their messages
+// arrive before their receive). It unlocks s.
+func (e *Engine) fillSmallLocked(s *stripe, r *Request, m *mcb) {
+	var err error
+	if r.buf != nil {
+		n := copy(r.buf, m.data)
+		if m.total > uint64(len(r.buf)) {
+			err = ErrTruncated
+		}
+		r.data = r.buf[:n]
+		m.keep(&e.bufs)
+	} else {
+		r.data = m.data
+		m.data, m.box = nil, nil // handed over
+	}
+	r.setFrom(m.key)
+	n := m.reserved
+	kept := e.table.giveFree(s, m)
+	s.mu.Unlock()
+	if !kept {
+		e.pool.put(m)
+	}
+	e.release(n)
 	r.complete(err)
 }
 

@@ -39,8 +39,18 @@ type stripe struct {
 	// (a map lookup whenever the stripe's messages alternate between
 	// threads, as they do at many threads).
 	wild int
+	// free holds control blocks the stripe's receives are done with
+	// (irecv), for the messages stored on the stripe next (takeFree): a
+	// block goes back under the stripe lock both sides hold anyway, not
+	// through the pool's lock, a cache line that every receiving thread
+	// and the dispatcher wrote for every message.
+	free []int32
 	_    [64]byte
 }
+
+// stripeFree is the most control blocks a stripe keeps free (64 stripes:
+// a segment's worth in all); more go back to the pool.
+const stripeFree = 64
 
 type threadState struct {
 	wild             reqList
@@ -74,6 +84,81 @@ func newRecvTable(pool *mcbPool, buckets int) *recvTable {
 		s.threads = make(map[ThreadID]*threadState)
 	}
 	return t
+}
+
+// takeFree returns a block from s's free list, cleared, or nil if it has
+// none. s is locked.
+func (t *recvTable) takeFree(s *stripe) *mcb {
+	n := len(s.free)
+	if n == 0 {
+		return nil
+	}
+	m := t.pool.at(s.free[n-1])
+	s.free = s.free[:n-1]
+	m.clear()
+	return m
+}
+
+// giveFree keeps m, a block nobody refers to any more that holds no
+// chunks, no receive and no data buffer over keptData, on s's free list;
+// false if the list is full. s is locked.
+func (t *recvTable) giveFree(s *stripe, m *mcb) bool {
+	if len(s.free) >= stripeFree {
+		return false
+	}
+	if s.free == nil {
+		s.free = make([]int32, 0, stripeFree)
+	}
+	s.free = append(s.free, m.idx)
+	return true
+}
+
+// getMCB takes a block from the pool; when the pool has none left, the
+// blocks kept free on the stripes go back to it first. held is a stripe
+// the caller has locked (or nil): the others are locked in turn, except
+// that with held locked they are only tried, since nothing else takes
+// two stripe locks.
+func (t *recvTable) getMCB(held *stripe) *mcb {
+	if m := t.pool.get(); m != nil {
+		return m
+	}
+	n := 0
+	for i := range t.stripes {
+		s := &t.stripes[i]
+		if s != held {
+			if held != nil {
+				if !s.mu.TryLock() {
+					continue
+				}
+			} else {
+				s.mu.Lock()
+			}
+		}
+		for _, j := range s.free {
+			t.pool.put(t.pool.at(j))
+			n++
+		}
+		s.free = s.free[:0]
+		if s != held {
+			s.mu.Unlock()
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return t.pool.get()
+}
+
+// freeBlocks is the number of blocks kept free on the stripes.
+func (t *recvTable) freeBlocks() int {
+	n := 0
+	for i := range t.stripes {
+		s := &t.stripes[i]
+		s.mu.Lock()
+		n += len(s.free)
+		s.mu.Unlock()
+	}
+	return n
 }
 
 // hashKey mixes the key's two 64-bit halves with splitmix64's finalizer:

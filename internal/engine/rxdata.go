@@ -87,7 +87,7 @@ func (d *dispatcher) takeWholeLocked(s *stripe, k key, h *wire.Header, body []by
 		return r, true
 	}
 	// Unexpected: stored in a control block with budget of its own.
-	m := d.unexpectedLocked(k, h, body)
+	m := d.unexpectedLocked(s, k, h, body)
 	if m == nil {
 		return nil, false
 	}
@@ -117,13 +117,17 @@ func (d *dispatcher) fillWhole(r *Request, k key, body []byte) {
 // unexpectedLocked copies the whole message h (key k) into a control block
 // of its own, with its budget reserved, for wholeLocked to store as
 // unexpected; nil if it is too large for that or there is no block or
-// budget for it. k's stripe lock is held.
-func (d *dispatcher) unexpectedLocked(k key, h *wire.Header, body []byte) *mcb {
+// budget for it. s, k's stripe, is locked: a block its receives gave
+// back is taken first.
+func (d *dispatcher) unexpectedLocked(s *stripe, k key, h *wire.Header, body []byte) *mcb {
 	e := d.e
 	if h.Total > chunkSize || h.Total >= ownMin {
 		return nil
 	}
-	m := e.pool.get()
+	m := e.table.takeFree(s)
+	if m == nil {
+		m = e.table.getMCB(s)
+	}
 	if m == nil {
 		return nil
 	}
@@ -324,7 +328,7 @@ func (d *dispatcher) newMessageLocked(p *peer, h *wire.Header) *mcb {
 		return nil
 	}
 	k := key{ProcID(h.SrcProc), ThreadID(h.SrcThread), ThreadID(h.DstThread), Tag(h.Tag)}
-	m := e.pool.get()
+	m := e.table.getMCB(nil)
 	if m == nil {
 		d.busy = append(d.busy, busyReply{p, *h})
 		return nil
