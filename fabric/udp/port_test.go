@@ -584,9 +584,10 @@ func TestSendAllocations(t *testing.T) {
 }
 
 // TestSendAlone: a Send of one datagram, which up to oneMax bytes goes
-// as one copied buffer (sendOne), delivers head and body in order for
-// every split of the bytes between them, either side of oneMax, and
-// allocates nothing.
+// as one copied buffer (sendOne), and of any size straight from its Head
+// when it has no Body (sendWhole), delivers head and body in order for
+// every split of the bytes between them, either side of oneMax, refuses
+// one too big or to a bad endpoint, and allocates nothing.
 func TestSendAlone(t *testing.T) {
 	a := listen(t, "127.0.0.1:0", Config{})
 	b := listen(t, "127.0.0.1:0", Config{})
@@ -600,8 +601,8 @@ func TestSendAlone(t *testing.T) {
 		return p
 	}
 	for _, total := range []int{0, 1, 2, 97, 255, oneMax - 1, oneMax, oneMax + 1, 2 * oneMax} {
-		for _, head := range []int{0, 1, 40, 96} {
-			if head > total {
+		for _, head := range []int{0, 1, 40, 96, total} {
+			if head > total || head == total && head <= 96 && head > 1 {
 				continue
 			}
 			d := fabric.Datagram{Head: fill(head), Body: fill(total - head), To: to}
@@ -611,21 +612,29 @@ func TestSendAlone(t *testing.T) {
 			checkSame(t, []fabric.Datagram{d}, receiveN(t, b, 1, 5*time.Second))
 		}
 	}
+	if n, err := a.Send([]fabric.Datagram{{Head: make([]byte, 65508), To: to}}); n != 0 || !errors.Is(err, fabric.ErrTooBig) {
+		t.Errorf("Send of a whole datagram of 65508 bytes = %d, %v; want 0, ErrTooBig", n, err)
+	}
+	if n, err := a.Send([]fabric.Datagram{{Head: fill(97), To: mem.Endpoint("m")}}); n != 0 || !errors.Is(err, ErrBadEndpoint) {
+		t.Errorf("Send of a whole datagram to a mem endpoint = %d, %v; want 0, ErrBadEndpoint", n, err)
+	}
 	if raceEnabled {
 		return // the race detector makes sync.Pool drop items at random
 	}
-	dgs := []fabric.Datagram{{Head: fill(96), Body: fill(1), To: to}}
-	msgs := make([][]byte, 1)
-	b.SetReceiveDeadline(time.Now().Add(5 * time.Second))
-	allocs := testing.AllocsPerRun(50, func() {
-		if n, err := a.Send(dgs); n != 1 || err != nil {
-			t.Fatalf("Send = %d, %v", n, err)
+	for _, d := range []fabric.Datagram{{Head: fill(96), Body: fill(1), To: to}, {Head: fill(97), To: to}} {
+		dgs := []fabric.Datagram{d}
+		msgs := make([][]byte, 1)
+		b.SetReceiveDeadline(time.Now().Add(5 * time.Second))
+		allocs := testing.AllocsPerRun(50, func() {
+			if n, err := a.Send(dgs); n != 1 || err != nil {
+				t.Fatalf("Send = %d, %v", n, err)
+			}
+			if n, err := b.Receive(msgs); n != 1 || err != nil {
+				t.Fatalf("Receive = %d, %v", n, err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%d+%d bytes: %.1f allocations per Send+Receive of one datagram, want 0", len(d.Head), len(d.Body), allocs)
 		}
-		if n, err := b.Receive(msgs); n != 1 || err != nil {
-			t.Fatalf("Receive = %d, %v", n, err)
-		}
-	})
-	if allocs != 0 {
-		t.Errorf("%.1f allocations per Send+Receive of one datagram, want 0", allocs)
 	}
 }

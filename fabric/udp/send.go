@@ -65,7 +65,8 @@ func newSender(p *Port) any {
 
 // Send transmits dgs in order, in batches of up to BatchSize datagrams per
 // sendmmsg, coalescing same-destination same-size runs into GSO sends (a
-// lone datagram of at most oneMax bytes goes by sendto, see sendOne). It
+// lone datagram goes by sendto: from its Head if it has no Body, see
+// sendWhole, else copied if it is at most oneMax bytes, see sendOne). It
 // returns the number of datagrams the kernel took. A datagram larger than
 // MaxDatagram(To) stops the batch with fabric.ErrTooBig; a To that is not an
 // *Endpoint of this port's address family stops it with ErrBadEndpoint.
@@ -81,6 +82,12 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 	if len(dgs) == 0 {
 		p.fdMu.RUnlock()
 		return 0, nil
+	}
+	if len(dgs) == 1 && len(dgs[0].Body) == 0 && len(dgs[0].Head) > 0 {
+		// One datagram in one buffer: sent from it, no sender needed.
+		n, err := p.sendWhole(&dgs[0])
+		p.fdMu.RUnlock()
+		return n, err
 	}
 	s := p.sendPool.Get().(*sender)
 	var n int
@@ -162,12 +169,28 @@ func (s *sender) sendOne(d *fabric.Datagram) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	name, namelen, _ := ep.sockaddr(p.family)
 	n := copy(s.one[:], d.Head)
 	n += copy(s.one[n:], d.Body)
+	return p.sendBuf(d, ep, &s.one[0], n)
+}
+
+// sendWhole sends d, a datagram whose Head holds all of it (no Body), the
+// only one of its Send, with sendto from Head itself: no sender, no copy
+// (a datagram the caller built whole, as the engine's lone small sends).
+func (p *Port) sendWhole(d *fabric.Datagram) (int, error) {
+	ep, err := p.check(d)
+	if err != nil {
+		return 0, err
+	}
+	return p.sendBuf(d, ep, &d.Head[0], len(d.Head))
+}
+
+// sendBuf sends the n bytes at b, datagram d, to ep with sendto.
+func (p *Port) sendBuf(d *fabric.Datagram, ep *Endpoint, b *byte, n int) (int, error) {
+	name, namelen, _ := ep.sockaddr(p.family)
 	st := &p.st
 	for {
-		e := sendto(uintptr(p.fd), &s.one[0], n, name, namelen)
+		e := sendto(uintptr(p.fd), b, n, name, namelen)
 		st.sendCalls.Add(1)
 		switch {
 		case e == 0:
