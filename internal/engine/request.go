@@ -151,7 +151,9 @@ func (r *Request) reset() {
 	r.from = key{}
 	r.postSeq = 0
 	r.owned = nil
-	r.ownerPeer.Store(nil)
+	if r.ownerPeer.Load() != nil { // a store is a locked instruction
+		r.ownerPeer.Store(nil)
+	}
 	r.peer, r.rt = nil, nil
 	r.msgID, r.started, r.rel, r.canceled, r.ackNow = 0, false, false, false, false
 	r.fragSize, r.nfrag, r.nextFrag, r.acked = 0, 0, 0, 0
