@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/tally"
 )
 
 // Kind is the fabric name of shared-memory ports.
@@ -101,6 +102,10 @@ type outRing struct {
 
 	checked time.Time // when Taken last looked whether the receiver lives
 	looks   uint64    // Taken's looks at the ring while not read (hold.go)
+
+	// sent counts the datagrams written into the ring, under mu (the
+	// port's count is the sum over its rings, see Stats).
+	sent tally.Counter
 }
 
 // markDeadLocked records that the receiver closed or died, and how far it
@@ -246,8 +251,8 @@ func (p *Port) put(o *outRing, d *fabric.Datagram, cached bool) (lost, stale boo
 	if !o.dead && o.r.put(d.Head, d.Body) {
 		// Under the lock: a ring found dead is unmapped once unlocked.
 		p.wake(o.seg)
+		o.sent.Add(1)
 		o.mu.Unlock()
-		p.st.sent.Add(1)
 		return false, false, nil
 	}
 	o.mu.Unlock()
@@ -267,7 +272,7 @@ func (p *Port) putSlow(o *outRing, d *fabric.Datagram, cached bool) (lost, stale
 	}
 	for spins := 0; ; spins++ {
 		if o.r.put(d.Head, d.Body) {
-			p.st.sent.Add(1)
+			o.sent.Add(1)
 			p.wake(o.seg)
 			return false, false, nil
 		}
@@ -321,6 +326,7 @@ func (p *Port) outTo(e Endpoint) (*outRing, error) {
 			return o, nil
 		}
 		// The receiver went away; a new one may listen under the name.
+		p.st.sent.Add(o.sent.Load())
 		delete(p.out, e.Name)
 		o.seg.unmap()
 	}
@@ -653,6 +659,7 @@ func (p *Port) Close() error {
 			p.wake(o.seg)
 			o.markDeadLocked()
 			o.seg.unmap()
+			p.st.sent.Add(o.sent.Load())
 			o.mu.Unlock()
 			delete(p.out, name)
 		}

@@ -1,22 +1,30 @@
 package shm
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/pcor-go/pcor/internal/tally"
+)
 
 type stats struct {
-	sent, received atomic.Uint64
-	dropped        atomic.Uint64 // to a receiver that closed, died or never was
-	full           atomic.Uint64 // sends that found the ring full
-	roomWaits      atomic.Uint64 // sleeps of senders waiting for room
-	takenWaits     atomic.Uint64 // sleeps of senders waiting for their records to be taken
-	wakes          atomic.Uint64 // doorbell rings issued
-	sleeps         atomic.Uint64 // times Receive slept
-	corrupt        atomic.Uint64 // rings found broken
-	reclaimed      atomic.Uint64 // slots freed after their sender left
-	held           atomic.Uint64 // Hold calls
-	cmaReads       atomic.Uint64 // messages read from a sender's memory
-	cmaBytes       atomic.Uint64 // bytes read so
-	cmaSplit       atomic.Uint64 // of those reads, the ones shared by two threads
-	cmaRefused     atomic.Uint64 // senders whose memory the kernel would not let this port read
+	// sent counts what rings no longer in Port.out took (each ring of
+	// the map counts its own, outRing.sent); received, what the receiving
+	// goroutine took (one at a time).
+	sent       atomic.Uint64
+	received   tally.Counter
+	dropped    atomic.Uint64 // to a receiver that closed, died or never was
+	full       atomic.Uint64 // sends that found the ring full
+	roomWaits  atomic.Uint64 // sleeps of senders waiting for room
+	takenWaits atomic.Uint64 // sleeps of senders waiting for their records to be taken
+	wakes      atomic.Uint64 // doorbell rings issued
+	sleeps     atomic.Uint64 // times Receive slept
+	corrupt    atomic.Uint64 // rings found broken
+	reclaimed  atomic.Uint64 // slots freed after their sender left
+	held       atomic.Uint64 // Hold calls
+	cmaReads   atomic.Uint64 // messages read from a sender's memory
+	cmaBytes   atomic.Uint64 // bytes read so
+	cmaSplit   atomic.Uint64 // of those reads, the ones shared by two threads
+	cmaRefused atomic.Uint64 // senders whose memory the kernel would not let this port read
 }
 
 // Stats are a port's counters.
@@ -51,8 +59,14 @@ type Stats struct {
 // Stats returns the port's counters.
 func (p *Port) Stats() Stats {
 	s := &p.st
+	p.outMu.Lock()
+	sent := s.sent.Load()
+	for _, o := range p.out {
+		sent += o.sent.Load()
+	}
+	p.outMu.Unlock()
 	return Stats{
-		Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), Full: s.full.Load(), RoomWaits: s.roomWaits.Load(),
+		Sent: sent, Received: s.received.Load(), Dropped: s.dropped.Load(), Full: s.full.Load(), RoomWaits: s.roomWaits.Load(),
 		TakenWaits: s.takenWaits.Load(),
 		Wakes:      s.wakes.Load(), Sleeps: s.sleeps.Load(), Corrupt: s.corrupt.Load(), Reclaimed: s.reclaimed.Load(),
 		Held: s.held.Load(), CMAReads: s.cmaReads.Load(), CMABytes: s.cmaBytes.Load(), CMARefused: s.cmaRefused.Load(),

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/tally"
 	"github.com/pcor-go/pcor/internal/wire"
 )
 
@@ -98,7 +99,7 @@ type peer struct {
 	// counts the fabric's reports of the peer gone.
 	reliable atomic.Bool
 	sendMu   sync.Mutex
-	sending  atomic.Bool // sendMu is held
+	sending  tally.Flag // sendMu is held (written by its holder)
 	// short is the scratch of the short path (shortLocked), guarded by
 	// sendMu: one datagram's header, and the datagram handed to the
 	// fabric.

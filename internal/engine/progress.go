@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/tally"
 )
 
 // Caller-driven progress.
@@ -99,7 +100,8 @@ type progress struct {
 	// dispatcherBatches, non-empty batches handled by each kind of holder;
 	// sleeps, a driver's spin ran out and it slept in the fabric.
 	leads, steals, handbacks, giveBacks, reclaims atomic.Uint64
-	threadBatches, dispatcherBatches, sleeps      atomic.Uint64
+	threadBatches, dispatcherBatches              tally.Counter // under drive
+	sleeps                                        atomic.Uint64
 }
 
 // drivers counts the threads driving a port in driveFor, in all the

@@ -1,6 +1,10 @@
 package engine
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/pcor-go/pcor/internal/tally"
+)
 
 // Drop reasons counted per port.
 const (
@@ -104,13 +108,15 @@ type PortStats struct {
 }
 
 type counters struct {
-	fragsSent, fragsRecv, bytesSent, bytesRecv atomic.Uint64
-	acksSent, acksRecv, retrans, dups          atomic.Uint64
-	busySent, busyRecv, forwarded              atomic.Uint64
-	holds                                      atomic.Uint64
-	timeouts, fastRetrans, probes, undos       atomic.Uint64
-	msgsRecv, msgsSent, sendErrs, recvErrs     atomic.Uint64
-	drops                                      [nDrops]atomic.Uint64
+	fragsSent, bytesSent                 atomic.Uint64
+	fragsRecv, bytesRecv                 tally.Counter // by the port's driver (handle)
+	acksSent, acksRecv, retrans, dups    atomic.Uint64
+	busySent, busyRecv, forwarded        atomic.Uint64
+	holds                                atomic.Uint64
+	timeouts, fastRetrans, probes, undos atomic.Uint64
+	msgsRecv                             tally.Counter // by the port's driver (handle)
+	msgsSent, sendErrs, recvErrs         atomic.Uint64
+	drops                                [nDrops]atomic.Uint64
 
 	inPlace                               atomic.Uint64
 	fragsInPlace, placedLost, withdrawals atomic.Uint64

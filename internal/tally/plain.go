@@ -1,0 +1,30 @@
+//go:build !race && (amd64 || arm64 || loong64 || mips64 || mips64le || ppc64 || ppc64le || riscv64 || s390x)
+
+package tally
+
+import "sync/atomic"
+
+// Counter is a count one thread at a time adds to (see the package
+// comment). The zero value is 0.
+type Counter struct{ v uint64 }
+
+// Add adds n. Callers that add are ordered (one at a time).
+func (c *Counter) Add(n uint64) { c.v += n }
+
+// Load returns the count, from any thread.
+func (c *Counter) Load() uint64 { return atomic.LoadUint64(&c.v) }
+
+// Flag is a boolean one thread at a time sets (see the package comment).
+type Flag struct{ v uint32 }
+
+// Store sets the flag. Callers that store are ordered (one at a time).
+func (f *Flag) Store(b bool) {
+	var v uint32
+	if b {
+		v = 1
+	}
+	f.v = v
+}
+
+// Load returns the flag, from any thread.
+func (f *Flag) Load() bool { return atomic.LoadUint32(&f.v) != 0 }
