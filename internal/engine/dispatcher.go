@@ -53,6 +53,7 @@ type dispatcher struct {
 	carried   wire.AckBody // the acknowledgement a data datagram carries (handle); no blocks
 	acked     batch        // the sends an acknowledgement completes (onAck): done, posted
 	batchAt   int64        // when the batch being handled began (0: not yet read, see clock)
+	lastDg    bool         // the datagram being handled is its batch's last (deferLoneLocked)
 }
 
 type busyReply struct {

@@ -492,6 +492,7 @@ func (d *dispatcher) handleBatch(msgs [][]byte) {
 	d.batchAt = 0
 	d.beginBatch()
 	for i := 0; i < len(msgs); i++ {
+		d.lastDg = i == len(msgs)-1
 		if d.handle(msgs[i], 0); d.held {
 			for k := d.hold(i); k > 0; k-- {
 				i++

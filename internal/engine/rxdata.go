@@ -10,14 +10,36 @@ import "github.com/pcor-go/pcor/internal/wire"
 
 // onData accepts a fragment (or an abort) from p.
 func (d *dispatcher) onData(p *peer, h *wire.Header, body []byte) {
-	d.touch(p)
 	p.rxmu.Lock()
-	if !d.wholeLocked(p, h, body, false) {
+	if d.wholeLocked(p, h, body, false) {
+		if !d.deferLoneLocked(p) {
+			d.touch(p)
+		}
+	} else {
+		d.touch(p)
 		d.acceptLocked(p, h, body)
 		d.deliverLocked()
 	}
 	p.rxmu.Unlock()
 	d.returnCredit()
+}
+
+// deferLoneLocked defers the acknowledgement a whole message from p calls
+// for, for data going back to carry it, as flush would at the end of the
+// batch, when flush would look at p alone: the datagram is the batch's
+// last (handleBatch) and no peer was touched before it. It reports whether
+// it did; if not, the caller touches p for flush to decide. Deciding
+// here, under the lock the message was taken with, spares flush its own
+// look at p under the lock again (a ping-pong's every datagram). p.rxmu
+// is held.
+func (d *dispatcher) deferLoneLocked(p *peer) bool {
+	rx := &p.rx
+	if !d.lastDg || len(d.touched) != 0 || !rx.ackPending || rx.ackNow || !rx.ackAsked || p.ctrl() == nil ||
+		!p.deferAckLocked(d.keepsDue, d.clock()) {
+		return false
+	}
+	d.c.acksDeferred.Add(1)
+	return true
 }
 
 // The short path of a receive: a whole message in one datagram, the next

@@ -150,3 +150,108 @@ func TestSoloSend(t *testing.T) {
 		}
 	})
 }
+
+// A whole message alone in its batch has its acknowledgement decided as
+// it is taken (deferLoneLocked), with the outcome flush gives the same
+// message followed in its batch by a datagram that touches no peer: sent
+// at once, deferred for data going back, or left to the ack delay, and
+// counted alike.
+func TestDeferLoneAck(t *testing.T) {
+	// A deferred acknowledgement stays deferred while the test looks (no
+	// deadline passes under load).
+	deferral := ackDefer
+	ackDefer = time.Hour
+	defer func() { ackDefer = deferral }()
+	// The test drives the port as a waiting thread does, holding its
+	// token: its dispatcher neither handles datagrams nor sends the
+	// acknowledgements deferred meanwhile.
+	a, b := legPorts(fabric.Protected)
+	defer b.Close()
+	e, err := New(Config{Proc: 0, JobKey: 1, AckDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.AddPort(a, Blocking); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetPeer(1, 0, "b"); err != nil {
+		t.Fatal(err)
+	}
+	d := e.ports[0]
+	p := e.peer(1)
+	for i := 0; !d.tryLead(); i++ {
+		if i == 10000 {
+			t.Fatal("the port's token was never free")
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	d.prog.drive.Lock()
+	defer d.letGo()
+	defer d.prog.drive.Unlock()
+	msgs := make([][]byte, 4)
+	// acks drains what b received and counts the acknowledgements.
+	acks := func() int {
+		k := 0
+		for {
+			got, err := b.Poll(msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == 0 {
+				return k
+			}
+			for _, m := range msgs[:got] {
+				if len(m) > 3 && wire.Kind(m[3]) == wire.Ack {
+					k++
+				}
+			}
+		}
+	}
+	var seq uint64
+	outcome := func(flags uint8, replies int, alone bool) (sent int, deferred uint64) {
+		// Nothing owed before: the last message's acknowledgement taken
+		// as carried by data.
+		p.rxmu.Lock()
+		p.sentDataLocked(p.rx.cum, nanotime())
+		p.rx.replies = int8(replies)
+		p.rxmu.Unlock()
+		acks()
+		before := e.Stats()[0].AcksDeferred
+		h := wire.Header{Kind: wire.Data, Flags: flags, JobKey: 1, Hops: wire.DefaultHops, SrcProc: 1, DstProc: 0,
+			Tag: 1, FragSize: 1000, Total: 1, MsgID: seq, Seq: seq}
+		seq++
+		pkt := make([]byte, wire.HeaderSize+1)
+		h.Encode(pkt[:wire.HeaderSize], pkt[wire.HeaderSize:])
+		batch := [][]byte{pkt}
+		if !alone {
+			batch = append(batch, []byte("not a datagram")) // dropped: touches no peer
+		}
+		d.keepsDue = true // as a driving thread, which keeps the deadlines
+		d.handleBatch(batch)
+		return acks(), e.Stats()[0].AcksDeferred - before
+	}
+	for _, c := range []struct {
+		name    string
+		flags   uint8
+		replies int
+	}{
+		{"asked, replies likely", wire.FlagAckNow, replyLikely},
+		{"asked, no replies", wire.FlagAckNow, 0},
+		{"asked, retransmitted", wire.FlagAckNow | wire.FlagRetransmit, replyLikely},
+		{"not asked", 0, replyLikely},
+		{"retransmitted", wire.FlagRetransmit, replyLikely},
+	} {
+		s1, d1 := outcome(c.flags, c.replies, true)
+		s2, d2 := outcome(c.flags, c.replies, false)
+		if s1 != s2 || d1 != d2 {
+			t.Errorf("%s: alone %d acknowledgements sent, %d deferred; in a batch %d sent, %d deferred", c.name, s1, d1, s2, d2)
+		}
+		if c.name == "asked, replies likely" && (s1 != 0 || d1 != 1) {
+			t.Errorf("%s: %d acknowledgements sent, %d deferred, want 0 and 1", c.name, s1, d1)
+		}
+	}
+	if st := e.Stats()[0]; st.MessagesRecv != seq {
+		t.Errorf("%d messages received of %d", st.MessagesRecv, seq)
+	}
+}
