@@ -25,6 +25,8 @@ const (
 	cmdModifyQP          = 26
 	cmdDestroyQP         = 27
 	cmdPostSend          = 28
+	cmdCreateSRQ         = 32
+	cmdDestroySRQ        = 35
 )
 
 // ioctl transport.
@@ -102,6 +104,7 @@ const (
 const (
 	wrRDMAWrite = 0
 	wrSend      = 2
+	wrSendImm   = 3
 	wrRDMARead  = 4
 
 	sendSignaled = 2
@@ -113,6 +116,8 @@ const (
 	wcRDMAWrite = 1
 	wcRDMARead  = 2
 	wcRecv      = 128
+
+	wcWithImm = 2 // ib_wc_flags IB_WC_WITH_IMM
 
 	WCSuccess  = 0
 	WCFlushErr = 5
