@@ -7,7 +7,8 @@
 #
 #   .ci/launchers.sh [RUNS [LOOPS]]
 #
-# As root on Debian it installs openmpi-bin, slurm-wlm and munge first.
+# As root on Debian it installs openmpi-bin, slurm-wlm and munge first
+# (and iproute2, whose ss .ci/slurm.sh uses to find free ports).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-10}
@@ -15,8 +16,8 @@ loops=${2:-300}
 export PATH="/usr/local/go/bin:$PATH"
 
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null &&
-	! { command -v mpirun && command -v srun && command -v munged; } >/dev/null; then
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin slurm-wlm munge >/dev/null
+	! { command -v mpirun && command -v srun && command -v munged && command -v ss; } >/dev/null; then
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openmpi-bin slurm-wlm munge iproute2 >/dev/null
 fi
 
 echo "start and exit, $loops times each way"
