@@ -90,7 +90,12 @@ func (p *peer) deferAckLocked(keep bool, now int64) bool {
 	if rx.ackDue == 0 {
 		rx.ackDue = now + int64(wait)
 	}
-	p.e.acks.schedule(p, rx.ackDue, !rx.ackListed)
+	// Listed already, with an earliest deadline no later than this one,
+	// schedule would change nothing: its lock is spared (a ping-pong's
+	// every message is deferred within ackDefer of the last).
+	if cur := p.e.acks.due.Load(); !rx.ackListed || cur == 0 || cur > rx.ackDue {
+		p.e.acks.schedule(p, rx.ackDue, !rx.ackListed)
+	}
 	rx.ackListed = true
 	return true
 }
