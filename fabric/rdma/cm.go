@@ -239,7 +239,6 @@ func (p *Port) cmAccept(m cmMsg) {
 			return
 		}
 		c.ep, c.to, c.key = key.ep, m.from, key
-		c.credits.Store(int64(m.window))
 		p.accepted[key] = c
 		p.mu.Unlock()
 		if err := c.connect(m.qp, m.rma); err != nil {
@@ -259,7 +258,7 @@ func (p *Port) cmAccept(m cmMsg) {
 	dead := c.dead.Load()
 	p.mu.Unlock()
 	if !dead {
-		p.cmSend(m.from, &cmMsg{kind: cmRep, qp: c.localQP(), rma: c.localRMA(), peer: m.qp.QPN, window: p.window()})
+		p.cmSend(m.from, &cmMsg{kind: cmRep, qp: c.localQP(), rma: c.localRMA(), peer: m.qp.QPN})
 	}
 }
 
@@ -287,7 +286,7 @@ func (p *Port) dial(c *conn, ep string) error {
 	deadline := time.Now().Add(p.cfg.HandshakeTimeout)
 	wait := 20 * time.Millisecond
 	for {
-		p.cmSend(to, &cmMsg{kind: cmReq, qp: c.localQP(), rma: c.localRMA(), window: p.window()})
+		p.cmSend(to, &cmMsg{kind: cmReq, qp: c.localQP(), rma: c.localRMA()})
 		t := time.NewTimer(min(wait, time.Until(deadline)))
 		select {
 		case m := <-ch:
@@ -298,7 +297,6 @@ func (p *Port) dial(c *conn, ep string) error {
 			if m.kind == cmRej {
 				return fmt.Errorf("%w: %s refused the connection", ErrForeignJob, ep)
 			}
-			c.credits.Store(int64(m.window))
 			if err := c.connect(m.qp, m.rma); err != nil {
 				return err
 			}
@@ -321,9 +319,6 @@ func (p *Port) dial(c *conn, ep string) error {
 		wait = min(2*wait, 500*time.Millisecond)
 	}
 }
-
-// window is the credit window this port gives each peer.
-func (p *Port) window() uint16 { return uint16(min(p.cfg.RecvPerPeer, 1<<15)) }
 
 // goneFor is how long a port remembers an endpoint that closed or stopped
 // answering: sends to it are dropped and reads from it fail at once
@@ -372,7 +367,7 @@ func (p *Port) goneWhenDrained(c *conn, err error) {
 // are being handled. Runs under rxMu.
 func (p *Port) holdsFromLocked(c *conn) bool {
 	for _, r := range p.ready {
-		if r.c == c {
+		if p.recvOwner[r.idx] == c {
 			return true
 		}
 	}
@@ -380,7 +375,7 @@ func (p *Port) holdsFromLocked(c *conn) bool {
 		return true
 	}
 	for _, r := range p.lent {
-		if !r.held && r.c == c {
+		if r.idx >= 0 && p.recvOwner[r.idx] == c {
 			return true
 		}
 	}
@@ -414,9 +409,6 @@ const unconfirmedGrace = time.Second
 // longer knows the queue pair answers GONE. Peers from which nothing at
 // all came back for Config.PeerTimeout are failed.
 func (p *Port) keepAlive(now time.Time) {
-	// Credits a receiver could not send (a full send queue) go now.
-	p.creditDue.Store(true)
-	p.flushCredits()
 	type ping struct {
 		to udAddr
 		m  cmMsg

@@ -20,13 +20,8 @@ type Config struct {
 	// A pcor node sets it to its own job key (SetJobKey).
 	JobKey uint64
 
-	// RecvBuffers is the number of 64 KiB receive buffers, all posted on
-	// one shared receive queue that every peer sends into; default 256.
-	RecvBuffers int
-	// RecvPerPeer is each peer's credit window: the datagrams it may send
-	// before this port credits some back (it credits a datagram once it
-	// has received it and not held it back); default 32.
-	RecvPerPeer int
+	RecvBuffers int // 64 KiB receive buffers in the pool; default 256
+	RecvPerPeer int // receive buffers posted on each peer QP; default 32
 	SendBuffers int // 64 KiB send buffers in the pool; default 128
 	SendDepth   int // outstanding sends per QP; default 64
 
@@ -104,8 +99,8 @@ func (c Config) withDefaults() Config {
 	if c.RecvPerPeer <= 0 {
 		c.RecvPerPeer = 32
 	}
-	if c.RecvPerPeer > 1<<15 {
-		c.RecvPerPeer = 1 << 15
+	if c.RecvPerPeer > c.RecvBuffers {
+		c.RecvPerPeer = c.RecvBuffers
 	}
 	if c.SendBuffers <= 0 {
 		c.SendBuffers = 128

@@ -38,16 +38,9 @@ type conn struct {
 	outstanding int // posted sends not yet completed (Port.sendMu)
 	unsent      int // sends completed in error or flushed (Port.sendMu)
 	rung        bool
-	holding     bool      // its datagrams are held back: not delivered, not credited (Port.rxMu)
+	recvPosted  int       // posted receives not yet completed (Port.rxMu)
+	holding     bool      // its datagrams are held back: not delivered, receives not reposted (Port.rxMu)
 	held        []readyDg // the datagrams held back, in order (Port.rxMu)
-	unpaid      int       // datagrams reaped while held, credited on Resume (Port.rxMu)
-
-	// Credits (recv.go): credits is what this port may still send to the
-	// peer (the peer's window, less what was sent, plus what the peer
-	// credited back: taken under sendMu, added to by whoever reaps a
-	// receive); owed is what this port has to credit back to the peer.
-	credits atomic.Int64
-	owed    atomic.Int64
 
 	rmaPosted int     // reads posted on rma, not yet completed (Port.rmaMu)
 	rmaQueue  []rmaWR // reads waiting for room on rma (Port.rmaMu)
@@ -148,14 +141,21 @@ func (p *Port) acceptedLocked(ep string) *conn {
 	return nil
 }
 
-// newConn creates a QP in INIT, receiving through the port's shared
-// receive queue. It runs under p.mu.
+// newConn creates a QP in INIT with RecvPerPeer receives posted. It runs
+// under p.mu.
 func (p *Port) newConnLocked() (*conn, error) {
 	if p.closed.Load() {
 		return nil, errClosed
 	}
+	p.rxMu.Lock()
+	free := len(p.recv.free)
+	p.rxMu.Unlock()
+	if free < p.cfg.RecvPerPeer {
+		return nil, fmt.Errorf("rdma: receive buffer pool exhausted (%d free, %d needed per peer): raise Config.RecvBuffers", free, p.cfg.RecvPerPeer)
+	}
 	qp, err := p.pd.CreateQP(p.sendCQ, p.recvCQ, verbs.QPCaps{
-		MaxSendWR: uint32(p.cfg.SendDepth + creditSlots), MaxSendSGE: 2, SRQ: p.srq})
+		MaxSendWR: uint32(p.cfg.SendDepth), MaxRecvWR: uint32(p.cfg.RecvPerPeer),
+		MaxSendSGE: 2, MaxRecvSGE: 1})
 	if err != nil {
 		return nil, err
 	}
@@ -176,8 +176,9 @@ func (p *Port) newConnLocked() (*conn, error) {
 	}
 	c := &conn{p: p, qp: qp, psn: verbs.RandomPSN(), rma: rma, rpsn: verbs.RandomPSN()}
 	p.rxMu.Lock()
+	for i := 0; i < p.cfg.RecvPerPeer && p.postRecvLocked(c); i++ {
+	}
 	p.rxConns = append(p.rxConns, c)
-	p.rxByQPN[qp.QPN] = c
 	p.rxMu.Unlock()
 	p.byQPN[qp.QPN] = c
 	p.all = append(p.all, c)
@@ -272,7 +273,7 @@ func (p *Port) retireDead() {
 	defer p.rmaMu.Unlock()
 	kept := p.all[:0]
 	for _, c := range p.all {
-		if c.dead.Load() && c.outstanding == 0 && c.rmaPosted == 0 {
+		if c.dead.Load() && c.outstanding == 0 && c.recvPosted == 0 && c.rmaPosted == 0 {
 			for i, rc := range p.rxConns {
 				if rc == c {
 					p.rxConns = append(p.rxConns[:i], p.rxConns[i+1:]...)
@@ -281,11 +282,6 @@ func (p *Port) retireDead() {
 			}
 			if p.byQPN[c.qp.QPN] == c {
 				delete(p.byQPN, c.qp.QPN)
-			}
-			if p.rxByQPN[c.qp.QPN] == c {
-				// Completions still queued from it are dropped
-				// (pumpRecvLocked), their buffers reposted.
-				delete(p.rxByQPN, c.qp.QPN)
 			}
 			if p.accepted[c.key] == c {
 				delete(p.accepted, c.key)

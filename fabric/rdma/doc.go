@@ -12,20 +12,18 @@
 // delivers them once and in order, so the port is reliable
 // (fabric.Reliable): pcor runs no acknowledgements of its own over it, and
 // a receiver with no room holds a sender back (fabric.Holder) by not
-// crediting its datagrams back. Every Config.KeepAlive each side reads zero
+// reposting its receives. Every Config.KeepAlive each side reads zero
 // bytes from the other, a READ the peer's kernel answers: a peer whose
 // queue pairs died with its process fails it, or any work outstanding to
 // it, within a second; a peer that says it closed is retired at once, and
 // datagrams to a lost peer are dropped, counted and reported
 // (OnPeerLost).
 //
-// Receive buffers come from a registered pool of 64 KiB buffers, all
-// posted on one shared receive queue (SRQ) that every peer's queue pair
-// receives into, so the number of peers does not depend on the pool. Each
-// peer may send Config.RecvPerPeer datagrams before the receiver credits
-// some back; a datagram is credited once reaped (also while the consumer
-// is blocked in Send), so that two processes sending to each other never
-// wait on each other's credits. Send copies Head and Body into one registered
+// Receive buffers come from a registered pool of 64 KiB buffers; each
+// peer QP keeps Config.RecvPerPeer of them posted, and a consumed buffer is
+// replaced at once from the pool (also while the consumer is blocked in
+// Send), so that two processes sending to each other never wait on each
+// other's receive rings. Send copies Head and Body into one registered
 // send buffer, or gathers a Body that lies in memory from Port.Alloc as a
 // second scatter/gather element without copying it.
 //

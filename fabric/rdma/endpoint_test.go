@@ -30,11 +30,11 @@ func TestParseEndpoint(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.Port != 1 || c.KeepAlive <= 0 || c.PeerTimeout < 4*c.KeepAlive || c.SendDepth > c.SendBuffers || c.RNRRetry != 7 {
+	if c.Port != 1 || c.KeepAlive <= 0 || c.PeerTimeout < 4*c.KeepAlive || c.RecvPerPeer > c.RecvBuffers || c.SendDepth > c.SendBuffers || c.RNRRetry != 7 {
 		t.Fatalf("defaults %+v", c)
 	}
 	c = Config{RecvBuffers: 8, RecvPerPeer: 32, SendBuffers: 4, SendDepth: 64}.withDefaults()
-	if c.RecvPerPeer != 32 || c.SendDepth != 4 {
-		t.Fatalf("send depth not clamped to the pool, or the credit window clamped: %+v", c)
+	if c.RecvPerPeer != 8 || c.SendDepth != 4 {
+		t.Fatalf("per-peer sizes not clamped to the pools: %+v", c)
 	}
 }

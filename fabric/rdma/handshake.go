@@ -54,18 +54,16 @@ func validQPN(q uint32) bool { return q > 1 && q <= 0xffffff }
 // has, and is sent to every peer by Close. Every message carries the job
 // key of the port that sent it (Config.JobKey): a port handles only
 // messages of its own job, and answers a REQ of another with REJ (which
-// carries the REQ's key, so that its dialer gives up at once). REQ and
-// REP carry the sender's credit window: how many datagrams the other side
-// may send it before it credits some back (recv.go). Layout (big-endian,
-// 60 bytes):
+// carries the REQ's key, so that its dialer gives up at once). Layout
+// (big-endian, 60 bytes):
 //
-//	magic[8] "PCRDMA05" | kind u8 | window u16 | pad u8 | job key u64 | gid[16] |
+//	magic[8] "PCRDMA04" | kind u8 | pad[3] | job key u64 | gid[16] |
 //	ud qpn u32 | qpn u32 | psn u32 | rma qpn u32 | rma psn u32 | peer qpn u32
 //
 // gid and ud qpn are the sender's endpoint; qpn and psn (and rma qpn and
 // psn) its queue pairs for this connection; peer qpn the receiver's
 // datagram QP the message is about (zero in a REQ).
-const cmMagic = "PCRDMA05"
+const cmMagic = "PCRDMA04"
 
 // cmMsgLen is the length of a connection-manager message.
 const cmMsgLen = 60
@@ -87,9 +85,6 @@ type cmMsg struct {
 	qp   verbs.Remote // GID is from.gid
 	rma  verbs.Remote
 	peer uint32
-	// window: in a REQ or REP, the datagrams the sender takes from the
-	// receiver before it credits them back (its Config.RecvPerPeer).
-	window uint16
 }
 
 // ErrHandshake is returned for a malformed or foreign connection-manager
@@ -98,9 +93,7 @@ var ErrHandshake = errors.New("rdma: bad handshake")
 
 func (m *cmMsg) marshal(b []byte) []byte {
 	b = append(b, cmMagic...)
-	b = append(b, m.kind)
-	b = binary.BigEndian.AppendUint16(b, m.window)
-	b = append(b, 0)
+	b = append(b, m.kind, 0, 0, 0)
 	b = binary.BigEndian.AppendUint64(b, m.key)
 	b = append(b, m.from.gid[:]...)
 	b = binary.BigEndian.AppendUint32(b, m.from.qpn)
@@ -120,7 +113,6 @@ func parseCMMsg(b []byte) (cmMsg, error) {
 	}
 	var m cmMsg
 	m.kind = b[8]
-	m.window = binary.BigEndian.Uint16(b[9:])
 	m.key = binary.BigEndian.Uint64(b[12:])
 	copy(m.from.gid[:], b[20:36])
 	m.from.qpn = binary.BigEndian.Uint32(b[36:])
@@ -135,9 +127,6 @@ func parseCMMsg(b []byte) (cmMsg, error) {
 	}
 	if (m.kind == cmReq || m.kind == cmRep) && !validQPN(m.rma.QPN) {
 		return cmMsg{}, fmt.Errorf("%w: read QPN %d", ErrHandshake, m.rma.QPN)
-	}
-	if (m.kind == cmReq || m.kind == cmRep) && m.window == 0 {
-		return cmMsg{}, fmt.Errorf("%w: kind %d with no credit window", ErrHandshake, m.kind)
 	}
 	if (m.kind == cmReq) != (m.peer == 0) || (m.peer != 0 && !validQPN(m.peer)) {
 		return cmMsg{}, fmt.Errorf("%w: kind %d about QPN %d", ErrHandshake, m.kind, m.peer)

@@ -10,13 +10,13 @@ import (
 // Holding back. A receiver with no room yet for what a peer sent holds
 // the peer's datagram (fabric.Holder): the port keeps it, with every later
 // datagram from the same queue pair, out of delivery until Resume, and
-// credits none of them back (recv.go). Once its window of credits is used
-// up, the peer's Send waits: a slow receiver slows that one sender, and
-// the memory held for it stays bounded by two windows (2 ×
-// Config.RecvPerPeer datagrams: those it was credited for before the
-// hold, and one window more). The held datagrams are copies, so the shared receive
-// queue's buffers go on serving the other peers. The keep-alive READ runs
-// on the other queue pair, so a held peer is not taken for dead.
+// stops reposting receive buffers on that queue pair. Once its posted
+// receives are used up, the peer's sends meet receiver-not-ready and the
+// peer's transport retries them (RNRRetry 7: for as long as it takes),
+// so the peer's send queue fills and its Send waits: a slow receiver
+// slows that one sender, and its memory stays bounded by RecvPerPeer
+// buffers. Other peers go on. The keep-alive READ runs on the other queue
+// pair, so a held peer is not taken for dead.
 
 var (
 	_ fabric.Holder  = (*Port)(nil)
@@ -34,31 +34,27 @@ const holdWake = time.Millisecond
 func (p *Port) Hold(i int) int {
 	p.rxMu.Lock()
 	defer p.rxMu.Unlock()
-	if i < 0 || i >= len(p.lent) || p.lent[i].held {
+	if i < 0 || i >= len(p.lent) || p.lent[i].idx < 0 {
 		return 0
 	}
-	c := p.lent[i].c
+	c := p.recvOwner[p.lent[i].idx]
 	j := i + 1
-	for j < len(p.lent) && !p.lent[j].held && p.lent[j].c == c {
+	for j < len(p.lent) && p.lent[j].idx >= 0 && p.recvOwner[p.lent[j].idx] == c {
 		j++
 	}
-	held := make([]readyDg, 0, j-i+len(c.held))
+	held := append([]readyDg(nil), p.lent[i:j]...)
 	for k := i; k < j; k++ {
-		// Copied: the buffer goes back to the SRQ when the batch is
-		// released, and the datagrams were credited when reaped.
-		held = append(held, p.copyOutLocked(p.lent[k], true))
-		p.lent[k].held = true
+		p.lent[k].idx = -1 // not released by Handled
 	}
 	// What arrived from c since the batch was taken goes after them.
 	kept := p.ready[:0]
 	for _, r := range p.ready {
-		if r.c == c {
-			held = append(held, p.copyOutLocked(r, false))
+		if p.recvOwner[r.idx] == c {
+			held = append(held, r)
 		} else {
 			kept = append(kept, r)
 		}
 	}
-	clear(p.ready[len(kept):])
 	p.ready = kept
 	c.held = append(held, c.held...)
 	if !c.holding {
@@ -69,25 +65,23 @@ func (p *Port) Hold(i int) int {
 	return j - i - 1
 }
 
-// Handled returns the buffers of the last batch to the shared receive
-// queue.
+// Handled returns the buffers of the last batch, but those held, to the
+// pool, and reposts receives where rings ran short.
 func (p *Port) Handled() {
 	p.rxMu.Lock()
 	p.releaseLentLocked()
 	p.rxMu.Unlock()
-	p.flushCredits()
 }
 
-// Resume delivers the held datagrams again and credits back those that
-// arrived while the peer was held. Any goroutine may call it, at any
-// time.
+// Resume delivers the held datagrams again and reposts the receives of
+// their queue pairs. Any goroutine may call it, at any time.
 func (p *Port) Resume() {
 	if p.holding.Load() == 0 {
 		return
 	}
 	p.rxMu.Lock()
+	defer p.rxMu.Unlock()
 	if p.closed.Load() {
-		p.rxMu.Unlock()
 		return
 	}
 	for _, c := range p.rxConns {
@@ -97,17 +91,14 @@ func (p *Port) Resume() {
 		c.holding = false
 		p.holding.Add(-1)
 		p.ready = append(p.ready, c.held...)
-		// Those reaped while held were not credited (the ones Hold took
-		// back from a batch were, and stay so).
-		if c.unpaid > 0 {
-			p.oweLocked(c, c.unpaid)
-			c.unpaid = 0
-		}
-		clear(c.held)
 		c.held = nil
+		for !c.dead.Load() && c.recvPosted < p.cfg.RecvPerPeer {
+			if !p.postRecvLocked(c) {
+				p.starved++
+				break
+			}
+		}
 	}
-	p.rxMu.Unlock()
-	p.flushCredits()
 }
 
 // groupLocked orders a batch so that each queue pair's datagrams lie
@@ -115,14 +106,14 @@ func (p *Port) Resume() {
 // Runs under rxMu.
 func (p *Port) groupLocked(b []readyDg) {
 	for i := 1; i < len(b); i++ {
-		c := b[i].c
-		if b[i-1].c == c {
+		c := p.recvOwner[b[i].idx]
+		if p.recvOwner[b[i-1].idx] == c {
 			continue
 		}
 		// Move b[i] after the last earlier datagram of its queue pair.
 		last := -1
 		for k := i - 2; k >= 0; k-- {
-			if b[k].c == c {
+			if p.recvOwner[b[k].idx] == c {
 				last = k
 				break
 			}

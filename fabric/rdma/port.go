@@ -58,12 +58,10 @@ type Stats struct {
 	Retired          uint64 // failed queue pairs destroyed
 	HandshakeFailure uint64
 	TakenWaits       uint64 // WaitTaken sleeps on the send completion channel
-	CreditSends      uint64 // SENDs that carried only credits back to a peer
-	CreditWaits      uint64 // Sends that waited for a peer's credits
 }
 
 type stats struct {
-	sent, received, dropped, cmDropped, foreign, zeroCopy, yields, held, keepAlives, connects, peerFailures, retired, handshakeFailures, takenWaits, creditSends, creditWaits atomic.Uint64
+	sent, received, dropped, cmDropped, foreign, zeroCopy, yields, held, keepAlives, connects, peerFailures, retired, handshakeFailures, takenWaits atomic.Uint64
 }
 
 // Port is a fabric.Port over RC queue pairs, one per peer.
@@ -103,23 +101,17 @@ type Port struct {
 	dials    map[uint32]chan cmMsg // dials waiting for their REP, by datagram QPN
 	accepted map[acceptKey]*conn   // conns made for a peer's REQ
 
-	rxMu        sync.Mutex // recv CQ, recv pool, srq posting, inSRQ, ready, lent, rxConns, rxByQPN, conn.held/holding/unpaid
-	srq         *verbs.SRQ // every peer's datagram QP receives into it
-	inSRQ       []bool     // pool buffers posted on srq
+	rxMu        sync.Mutex // recv CQ, recv pool, recvOwner, ready, lent, rxConns, RQ posting, conn.recvPosted
+	recvOwner   []*conn
 	ready       []readyDg
 	readyBuf    []readyDg
-	lent        []readyDg // the last batch handed out
+	lent        []readyDg // the last batch handed out (idx -1: held)
 	rxConns     []*conn
-	rxByQPN     map[uint32]*conn
+	starved     int
 	pendingGone []*conn      // peers that closed, whose datagrams are not all handled
 	holding     atomic.Int32 // conns holding datagrams back (hold.go)
 	rxErr       error
 	recvWC      []verbs.WC
-
-	creditDue     atomic.Bool   // some conn owes its peer a batch of credits (flushCredits)
-	creditWaiters atomic.Int32  // Sends waiting for credit
-	creditMu      sync.Mutex    // creditCh
-	creditCh      chan struct{} // closed (and replaced) when credits come while Sends wait
 
 	sendMu    sync.Mutex // send pool, SQ posting, send CQ
 	sendOwner []*conn
@@ -193,19 +185,7 @@ func Listen(cfg Config) (p *Port, err error) {
 	if p.send, err = newPool(p.pd, cfg.SendBuffers, BufSize, verbs.AccessLocalWrite); err != nil {
 		return nil, err
 	}
-	p.inSRQ = make([]bool, cfg.RecvBuffers)
-	p.rxByQPN = map[uint32]*conn{}
-	p.creditCh = make(chan struct{})
-	if p.srq, err = p.pd.CreateSRQ(uint32(cfg.RecvBuffers), 1); err != nil {
-		return nil, fmt.Errorf("rdma: creating the shared receive queue: %w", err)
-	}
-	p.rxMu.Lock()
-	p.refillLocked()
-	posted := p.srq.Posted()
-	p.rxMu.Unlock()
-	if posted < cfg.RecvBuffers {
-		return nil, fmt.Errorf("rdma: the shared receive queue took %d of %d receive buffers", posted, cfg.RecvBuffers)
-	}
+	p.recvOwner = make([]*conn, cfg.RecvBuffers)
 	p.readyBuf = make([]readyDg, 0, cfg.RecvBuffers)
 	p.ready = p.readyBuf
 	p.sendOwner = make([]*conn, cfg.SendBuffers)
@@ -268,8 +248,7 @@ func (p *Port) Stats() Stats {
 	return Stats{Sent: s.sent.Load(), Received: s.received.Load(), Dropped: s.dropped.Load(), CMDropped: s.cmDropped.Load(),
 		Foreign:  s.foreign.Load(),
 		ZeroCopy: s.zeroCopy.Load(), Yields: s.yields.Load(), Held: s.held.Load(), KeepAlives: s.keepAlives.Load(), Connects: s.connects.Load(), PeerFailures: s.peerFailures.Load(), Retired: s.retired.Load(),
-		HandshakeFailure: s.handshakeFailures.Load(), TakenWaits: s.takenWaits.Load(),
-		CreditSends: s.creditSends.Load(), CreditWaits: s.creditWaits.Load()}
+		HandshakeFailure: s.handshakeFailures.Load(), TakenWaits: s.takenWaits.Load()}
 }
 
 // SetJobKey replaces Config.JobKey: from now on the port connects only
@@ -386,9 +365,6 @@ func (p *Port) Close() error {
 			}
 		}
 		p.all, p.conns, p.byQPN = nil, map[string]*conn{}, map[uint32]*conn{}
-		if p.srq != nil {
-			p.srq.Close()
-		}
 		p.closeCM()
 		var pending []*rmaOp
 		for _, op := range p.rmaOps {

@@ -215,16 +215,16 @@ func TestPortPeerKilled(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the port never reported the peer lost")
 	}
-	// Every receive buffer is posted on the shared receive queue again.
+	// The dead QP's posted receives come back (flushed) to the pool.
 	for deadline := time.Now().Add(10 * time.Second); ; {
 		p.rxMu.Lock()
-		free := p.srq.Posted()
+		free := len(p.recv.free)
 		p.rxMu.Unlock()
 		if free == p.cfg.RecvBuffers {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d receive buffers posted 10s after the peer died", free, p.cfg.RecvBuffers)
+			t.Fatalf("%d of %d receive buffers back in the pool 10s after the peer died", free, p.cfg.RecvBuffers)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -10,56 +10,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The receive side keeps one shared receive queue (SRQ) topped up for
-// every peer's queue pair: whoever reaps a receive completion (Receive,
-// Poll, or a Send waiting for credit) moves the datagram to the ready
-// queue, and its buffer goes back into the SRQ once the consumer is done
-// with it (the next Receive or Poll, or Handled). The buffers a port keeps
-// posted do not grow with its peers, so the number of peers is bounded by
-// queue pairs and memory, not by the pool. A consumer that is itself
+// The receive side keeps every QP's receive ring topped up independently
+// of the consumer: whoever reaps a receive completion (Receive, Poll, or a
+// Send waiting for credit) moves the datagram to the ready queue and posts
+// a fresh buffer from the pool in its place. A consumer that is itself
 // blocked sending therefore never starves its peers of receive buffers
 // (two dispatchers each waiting in Send for the other would otherwise
-// deadlock). Only when the whole pool is held by unconsumed datagrams
-// does a peer see receiver-not-ready, which is back-pressure, not loss.
-//
-// Credits. A peer may have at most the window it was told in the
-// handshake (Config.RecvPerPeer) of datagrams received and not yet
-// credited back; the receiver credits a datagram once it is reaped and
-// not held. Credits travel in the immediate data of every SEND the other
-// way, or, when none goes and half a window is owed, in a SEND of no
-// bytes that only carries them (creditOnly). A sender with no credit
-// waits (its Send blocks, as on a full send queue): so a held peer's
-// sends stop after one window, and a stream never runs into
-// receiver-not-ready while the pool has room.
+// deadlock). Buffers return to the pool when the consumer is done with
+// them; only when the whole pool is held by unconsumed datagrams does a
+// peer see receiver-not-ready, which is back-pressure, not loss.
 
 type readyDg struct {
-	c    *conn
-	idx  int    // pool buffer, or -1: the bytes are b (a copy, see Hold)
-	n    int    // length
-	b    []byte // the copy when idx is -1
-	held bool   // in lent: given back by Hold
-}
-
-// bytes is the datagram.
-func (p *Port) bytesOf(r readyDg) []byte {
-	if r.idx < 0 {
-		return r.b
-	}
-	return p.recv.buf(r.idx)[:r.n]
-}
-
-// copyOutLocked returns r as a copy, its buffer going back to the SRQ
-// unless lent (the consumer may still look at it until it is released).
-// Runs under rxMu.
-func (p *Port) copyOutLocked(r readyDg, lent bool) readyDg {
-	if r.idx < 0 {
-		return r
-	}
-	b := append([]byte(nil), p.recv.buf(r.idx)[:r.n]...)
-	if !lent {
-		p.repostLocked(r.idx)
-	}
-	return readyDg{c: r.c, idx: -1, n: r.n, b: b}
+	idx, n int
 }
 
 // Receive blocks until at least one datagram has arrived and stores up
@@ -218,7 +180,7 @@ func (p *Port) deliver(msgs [][]byte) int {
 	p.ready = p.ready[n:]
 	p.groupLocked(p.lent)
 	for i, r := range p.lent {
-		msgs[i] = p.bytesOf(r)
+		msgs[i] = p.recv.buf(r.idx)[:r.n]
 	}
 	if len(p.ready) == 0 {
 		p.ready = p.readyBuf[:0]
@@ -226,124 +188,89 @@ func (p *Port) deliver(msgs [][]byte) int {
 	p.rxMu.Unlock()
 	p.failAll(failed)
 	p.stats.received.Add(uint64(n))
-	p.flushCredits()
 	return n
 }
 
 // releaseLentLocked returns the buffers handed out by the previous call to
-// the SRQ. Runs under rxMu.
+// the pool and tops up receive rings that ran short. Runs under rxMu.
 func (p *Port) releaseLentLocked() {
 	for _, r := range p.lent {
 		if r.idx >= 0 {
-			p.repostLocked(r.idx)
+			p.recvOwner[r.idx] = nil
+			p.recv.put(r.idx)
 		}
 	}
-	clear(p.lent)
 	p.lent = p.lent[:0]
-}
-
-// repostLocked posts pool buffer idx on the SRQ (whose ring holds the
-// whole pool, so it has room). Runs under rxMu.
-func (p *Port) repostLocked(idx int) {
-	if p.inSRQ[idx] || p.closed.Load() {
+	if p.starved == 0 {
 		return
 	}
-	if err := p.srq.PostRecv(uint64(idx), p.recv.sge(idx, BufSize)); err != nil {
-		p.recv.put(idx) // not expected: kept for a later repost
-		return
-	}
-	p.inSRQ[idx] = true
-}
-
-// refillLocked posts the pool's free buffers (those a failed post left
-// there). Runs under rxMu.
-func (p *Port) refillLocked() {
-	for len(p.recv.free) > 0 {
-		idx, _ := p.recv.get()
-		if err := p.srq.PostRecv(uint64(idx), p.recv.sge(idx, BufSize)); err != nil {
-			p.recv.put(idx)
-			return
+	p.starved = 0
+	for _, c := range p.rxConns {
+		for !c.dead.Load() && !c.holding && c.recvPosted < p.cfg.RecvPerPeer {
+			if !p.postRecvLocked(c) {
+				p.starved++
+				break
+			}
 		}
-		p.inSRQ[idx] = true
 	}
 }
 
-// creditOnly marks the immediate data of a SEND that carries credits and
-// no datagram; the low bits of every SEND's immediate data are credits.
-const (
-	creditOnly = 1 << 31
-	creditMask = creditOnly - 1
-)
+// postRecvLocked posts one pool buffer on c; false when the pool is empty
+// or the ring refuses it. Runs under rxMu.
+func (p *Port) postRecvLocked(c *conn) bool {
+	idx, ok := p.recv.get()
+	if !ok {
+		return false
+	}
+	if err := c.qp.PostRecv(uint64(idx), p.recv.sge(idx, BufSize)); err != nil {
+		p.recv.put(idx)
+		return false
+	}
+	p.recvOwner[idx] = c
+	c.recvPosted++
+	return true
+}
 
-// pumpRecvLocked moves receive completions to the ready queue and returns
-// the conns whose receives failed (to be failed once rxMu is released).
-// Runs under rxMu.
+// pumpRecvLocked moves receive completions to the ready queue, replacing
+// each consumed buffer on its QP, and returns the conns whose receives
+// failed (to be failed once rxMu is released). Runs under rxMu.
 func (p *Port) pumpRecvLocked() (failed []*conn) {
 	if p.closed.Load() {
 		return nil
 	}
-	granted := false
 	for {
 		n := p.recvCQ.Poll(p.recvWC)
 		for _, wc := range p.recvWC[:n] {
 			idx := int(wc.WrID)
-			if idx < 0 || idx >= len(p.inSRQ) || !p.inSRQ[idx] {
+			if idx < 0 || idx >= len(p.recvOwner) || p.recvOwner[idx] == nil {
 				continue
 			}
-			p.inSRQ[idx] = false
-			c := p.rxByQPN[wc.QPNum]
+			c := p.recvOwner[idx]
+			c.recvPosted--
 			if wc.Status != verbs.WCSuccess {
-				p.repostLocked(idx)
-				if c != nil && wc.Status != verbs.WCFlushErr {
+				p.recvOwner[idx] = nil
+				p.recv.put(idx)
+				if wc.Status != verbs.WCFlushErr {
 					failed = append(failed, c)
 					p.rxErr = &verbs.WCError{Status: wc.Status, QPNum: wc.QPNum}
 				}
 				continue
 			}
-			if c == nil {
-				p.repostLocked(idx) // from a queue pair retired meanwhile
-				continue
-			}
 			c.active.Add(1)
 			c.confirmed.Store(true)
-			if wc.Imm {
-				if k := wc.ImmData & creditMask; k > 0 {
-					c.credits.Add(int64(k))
-					granted = true
-				}
-				if wc.ImmData&creditOnly != 0 {
-					p.repostLocked(idx)
-					continue
-				}
-			}
-			r := readyDg{c: c, idx: idx, n: int(wc.ByteLen)}
 			if c.holding {
-				// Held back: kept in order (a copy: the buffer serves
-				// the other peers meanwhile), and not credited.
-				c.held = append(c.held, p.copyOutLocked(r, false))
-				c.unpaid++
+				// Held back: kept in order, and no receive reposted.
+				c.held = append(c.held, readyDg{idx: idx, n: int(wc.ByteLen)})
 				continue
 			}
-			p.ready = append(p.ready, r)
-			p.oweLocked(c, 1)
+			p.ready = append(p.ready, readyDg{idx: idx, n: int(wc.ByteLen)})
+			if !c.dead.Load() && !p.postRecvLocked(c) {
+				p.starved++
+			}
 		}
 		if n < len(p.recvWC) {
-			break
+			return failed
 		}
-	}
-	if granted && p.creditWaiters.Load() > 0 {
-		p.creditMu.Lock()
-		close(p.creditCh)
-		p.creditCh = make(chan struct{})
-		p.creditMu.Unlock()
-	}
-	return failed
-}
-
-// oweLocked notes n datagrams from c to credit back. Runs under rxMu.
-func (p *Port) oweLocked(c *conn, n int) {
-	if c.owed.Add(int64(n)) >= int64(p.creditBatch()) {
-		p.creditDue.Store(true)
 	}
 }
 
@@ -367,7 +294,3 @@ func (p *Port) pumpRecv() {
 	p.rxMu.Unlock()
 	p.failAll(failed)
 }
-
-// creditBatch is how many datagrams are credited back at least at once
-// when no datagram goes to the peer to carry the credits.
-func (p *Port) creditBatch() int { return max(1, p.cfg.RecvPerPeer/2) }

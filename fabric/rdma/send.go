@@ -20,8 +20,7 @@ import (
 // dead peer are dropped and counted (Stats.Dropped), and the peer is
 // reported lost (OnPeerLost). Send blocks while the peer's queue pair has
 // Config.SendDepth sends outstanding (the peer holds its datagrams back,
-// or is slow) or has used up the credits its window gives (recv.go),
-// without holding up sends to other peers; a peer that
+// or is slow), without holding up sends to other peers; a peer that
 // answers nothing, not even the keep-alive, for Config.SendTimeout
 // meanwhile is declared lost.
 func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
@@ -49,7 +48,7 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 	}
 
 	p.sendMu.Lock()
-	defer p.unlockSend()
+	defer p.sendMu.Unlock()
 	if p.closed.Load() {
 		return 0, fabric.ErrClosed
 	}
@@ -89,13 +88,10 @@ func (p *Port) Send(dgs []fabric.Datagram) (int, error) {
 		if n == 0 && nsge == 2 {
 			sges[0], nsge = sges[1], 1
 		}
-		// Every SEND carries the credits owed to the peer.
-		wr := verbs.SendWR{WrID: uint64(idx), Opcode: verbs.OpSendImm, Signaled: true, SGEs: sges[:nsge],
-			Imm: uint32(c.owed.Swap(0))}
+		wr := verbs.SendWR{WrID: uint64(idx), Opcode: verbs.OpSend, Signaled: true, SGEs: sges[:nsge]}
 		if nsge == 1 && sges[0].Length == 0 {
 			wr.SGEs = nil
 		}
-		c.credits.Add(-1)
 		if err := c.qp.PostSend(&wr); err != nil {
 			p.send.put(idx)
 			p.stats.dropped.Add(1)
@@ -165,8 +161,7 @@ func (p *Port) sendSlot(c *conn, rung *[]*conn) (int, error) {
 		if c.dead.Load() {
 			return 0, ErrPeerLost
 		}
-		credit := c.credits.Load() > 0
-		if credit && c.outstanding < p.cfg.SendDepth {
+		if c.outstanding < p.cfg.SendDepth {
 			if idx, ok := p.send.get(); ok {
 				return idx, nil
 			}
@@ -174,11 +169,7 @@ func (p *Port) sendSlot(c *conn, rung *[]*conn) (int, error) {
 		if err := p.ring(rung); err != nil {
 			return 0, err
 		}
-		wait := p.waitSend
-		if !credit {
-			wait = p.waitCredit
-		}
-		if err := wait(c); err != nil {
+		if err := p.waitSend(c); err != nil {
 			return 0, err
 		}
 	}
@@ -242,7 +233,7 @@ func (p *Port) waitSend(c *conn) error {
 		if giveUp.Before(wake) {
 			wake = giveUp
 		}
-		p.unlockSend()
+		p.sendMu.Unlock()
 		err := p.sendCQ.Wait(wake)
 		p.sendMu.Lock()
 		switch {
@@ -284,120 +275,6 @@ func (p *Port) reapSend() int {
 		total += n
 		if n < len(p.sendWC) {
 			return total
-		}
-	}
-}
-
-// creditSlots are the send slots of each queue pair beyond SendDepth,
-// for the SENDs that carry only credits (unsignaled).
-const creditSlots = 4
-
-// creditWrID marks a SEND that carries only credits (reapSend skips it:
-// it is out of the send buffers' range).
-const creditWrID = 1<<32 - 1
-
-// unlockSend releases sendMu, then sends the credits owed if some are due
-// (a receiver that found sendMu taken left them to its holder).
-func (p *Port) unlockSend() {
-	p.sendMu.Unlock()
-	p.flushCredits()
-}
-
-// flushCredits sends the credits due unless another thread holds sendMu
-// (which then sends them when it lets go).
-func (p *Port) flushCredits() {
-	for p.creditDue.Load() && p.sendMu.TryLock() {
-		p.flushCreditsLocked()
-		p.sendMu.Unlock()
-	}
-}
-
-// flushCreditsLocked sends, to every peer owed at least a batch of
-// credits, a SEND of no bytes that carries them. It runs under sendMu.
-func (p *Port) flushCreditsLocked() {
-	if !p.creditDue.Swap(false) || p.closed.Load() {
-		return
-	}
-	batch := int64(p.creditBatch())
-	var due []*conn
-	p.rxMu.Lock()
-	for _, c := range p.rxConns {
-		if c.owed.Load() >= batch && !c.dead.Load() {
-			due = append(due, c)
-		}
-	}
-	p.rxMu.Unlock()
-	for _, c := range due {
-		p.mu.Lock()
-		up := c.rem != 0
-		p.mu.Unlock()
-		if !up || c.qp.SendQueued() >= p.cfg.SendDepth+creditSlots-1 {
-			continue // the keep-alive tick looks again (cmLoop)
-		}
-		k := c.owed.Swap(0)
-		if k <= 0 {
-			continue
-		}
-		wr := verbs.SendWR{WrID: creditWrID, Opcode: verbs.OpSendImm, Imm: creditOnly | uint32(min(k, creditMask))}
-		if err := c.qp.PostSend(&wr); err != nil {
-			c.owed.Add(k)
-			continue
-		}
-		p.stats.creditSends.Add(1)
-		if err := c.qp.Doorbell(); err != nil {
-			c.fail(fmt.Errorf("%w: %v", ErrPeerLost, err))
-		}
-	}
-}
-
-// waitCredit blocks until c's peer credits something back (or c fails),
-// reaping receives itself now and then, and sending the credits this
-// port owes meanwhile (two ports each waiting for the other's credits
-// would otherwise deadlock). A peer that answers nothing (no
-// completion, no keep-alive) for SendTimeout is declared lost, as in
-// waitSend. It runs under sendMu and lets go of it while it sleeps.
-func (p *Port) waitCredit(c *conn) error {
-	p.stats.creditWaits.Add(1)
-	giveUp := time.Now().Add(p.cfg.SendTimeout)
-	for {
-		p.pumpRecv()
-		if c.credits.Load() > 0 || c.dead.Load() {
-			return nil
-		}
-		p.creditDue.Store(true)
-		p.flushCreditsLocked()
-		now := time.Now()
-		if !now.Before(giveUp) {
-			if heard := time.Unix(0, c.heard.Load()); now.Sub(heard) < p.cfg.SendTimeout {
-				giveUp = heard.Add(p.cfg.SendTimeout)
-			} else {
-				c.fail(fmt.Errorf("%w: no credit from %s in %v", ErrPeerLost, c.ep, p.cfg.SendTimeout))
-				return nil
-			}
-		}
-		p.creditWaiters.Add(1)
-		p.creditMu.Lock()
-		ch := p.creditCh
-		p.creditMu.Unlock()
-		// Credits that came before the waiter was counted raised no
-		// signal: look once more.
-		p.pumpRecv()
-		if c.credits.Load() > 0 {
-			p.creditWaiters.Add(-1)
-			return nil
-		}
-		p.unlockSend()
-		t := time.NewTimer(recvPumpInterval)
-		select {
-		case <-ch:
-		case <-t.C:
-		case <-p.done:
-		}
-		t.Stop()
-		p.creditWaiters.Add(-1)
-		p.sendMu.Lock()
-		if p.closed.Load() {
-			return fabric.ErrClosed
 		}
 	}
 }

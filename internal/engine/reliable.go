@@ -18,8 +18,8 @@ import (
 // retransmission timers or windows, and without a checksum of the body.
 // Any fabric offering fabric.Reliable|fabric.Protected and fabric.Holder
 // takes this path: shared memory does, and so can RDMA's reliable
-// connections (holding back by crediting nothing more to the peer, whose
-// Send then waits for credit).
+// connections (holding back by not reposting receives, which the peer
+// sees as receiver-not-ready).
 //
 // Sending. The thread that posts a message cuts it and hands every
 // fragment to the fabric itself, in order, marked wire.FlagReliable; the

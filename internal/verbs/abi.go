@@ -25,8 +25,6 @@ const (
 	cmdModifyQP          = 26
 	cmdDestroyQP         = 27
 	cmdPostSend          = 28
-	cmdCreateSRQ         = 32
-	cmdDestroySRQ        = 35
 )
 
 // ioctl transport.
@@ -104,7 +102,6 @@ const (
 const (
 	wrRDMAWrite = 0
 	wrSend      = 2
-	wrSendImm   = 3
 	wrRDMARead  = 4
 
 	sendSignaled = 2
@@ -116,8 +113,6 @@ const (
 	wcRDMAWrite = 1
 	wcRDMARead  = 2
 	wcRecv      = 128
-
-	wcWithImm = 2 // ib_wc_flags IB_WC_WITH_IMM
 
 	WCSuccess  = 0
 	WCFlushErr = 5

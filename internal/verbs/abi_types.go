@@ -325,7 +325,6 @@ const (
 	swqeWrID       = 0
 	swqeOpcode     = 12
 	swqeSendFlags  = 16
-	swqeImmData    = 20 // ex.imm_data
 	swqeRemoteAddr = 24 // wr.rdma.remote_addr
 	swqeRKey       = 32 // wr.rdma.rkey
 	swqeUDQPN      = 24 // wr.ud.remote_qpn

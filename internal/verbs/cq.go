@@ -19,8 +19,6 @@ type WC struct {
 	Opcode  uint32 // 0 SEND, 1 RDMA WRITE, 2 RDMA READ, 128 RECV
 	ByteLen uint32
 	QPNum   uint32
-	ImmData uint32 // when Imm: the sender's SendWR.Imm
-	Imm     bool
 }
 
 // WCError is a completion with a non-success status.
@@ -118,8 +116,7 @@ func (cq *CQ) Poll(wcs []WC) int {
 			break
 		}
 		w := (*workCompletion)(unsafe.Pointer(&s[0]))
-		wcs[n] = WC{WrID: w.WrID, Status: w.Status, Opcode: w.Opcode, ByteLen: w.ByteLen, QPNum: w.QPNum,
-			ImmData: w.ImmData, Imm: w.WCFlags&wcWithImm != 0}
+		wcs[n] = WC{WrID: w.WrID, Status: w.Status, Opcode: w.Opcode, ByteLen: w.ByteLen, QPNum: w.QPNum}
 		cq.ring.consume()
 		n++
 	}

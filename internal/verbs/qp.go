@@ -27,10 +27,6 @@ func SGEOf(mr *MR, b []byte) SGE {
 type QPCaps struct {
 	MaxSendWR, MaxRecvWR   uint32
 	MaxSendSGE, MaxRecvSGE uint32
-	// SRQ, when set, is the shared receive queue the QP receives into:
-	// it has no receive ring of its own (MaxRecvWR and MaxRecvSGE are
-	// ignored, PostRecv fails).
-	SRQ *SRQ
 }
 
 // QP is a queue pair (reliable-connected, or UD: see ud.go) with its send and receive rings
@@ -66,10 +62,6 @@ func (pd *PD) createQP(sendCQ, recvCQ *CQ, caps QPCaps, qpType uint8) (*QP, erro
 	req := createQP{PDHandle: pd.handle, SendCQHandle: sendCQ.handle, RecvCQHandle: recvCQ.handle,
 		MaxSendWr: caps.MaxSendWR, MaxRecvWr: caps.MaxRecvWR, MaxSendSGE: caps.MaxSendSGE,
 		MaxRecvSGE: caps.MaxRecvSGE, QPType: qpType}
-	if caps.SRQ != nil {
-		req.SRQHandle, req.IsSRQ = caps.SRQ.handle, 1
-		req.MaxRecvWr, req.MaxRecvSGE = 0, 0
-	}
 	resp := make([]byte, unsafe.Sizeof(createQPRespRXE{}))
 	if err := c.write("CREATE_QP", cmdCreateQP, bytesOf(&req), resp); err != nil {
 		return nil, err
@@ -78,14 +70,11 @@ func (pd *PD) createQP(sendCQ, recvCQ *CQ, caps QPCaps, qpType uint8) (*QP, erro
 	qp := &QP{ctx: c, handle: r.QPHandle, QPN: r.QPN,
 		Caps: QPCaps{MaxSendWR: r.MaxSendWr, MaxRecvWR: r.MaxRecvWr, MaxSendSGE: r.MaxSendSGE, MaxRecvSGE: r.MaxRecvSGE}}
 	var err error
-	if qp.sq, err = c.mapRing(r.SQMI); err == nil && caps.SRQ == nil {
+	if qp.sq, err = c.mapRing(r.SQMI); err == nil {
 		qp.rq, err = c.mapRing(r.RQMI)
 	}
-	if err == nil && qp.sq.elemSize < sizeofSendWQE+sizeofSGE {
-		err = fmt.Errorf("rdma: QP send ring elements of %d bytes", qp.sq.elemSize)
-	}
-	if err == nil && qp.rq != nil && qp.rq.elemSize < sizeofRecvWQE+sizeofSGE {
-		err = fmt.Errorf("rdma: QP receive ring elements of %d bytes", qp.rq.elemSize)
+	if err == nil && (qp.sq.elemSize < sizeofSendWQE+sizeofSGE || qp.rq.elemSize < sizeofRecvWQE+sizeofSGE) {
+		err = fmt.Errorf("rdma: QP ring elements of %d/%d bytes", qp.sq.elemSize, qp.rq.elemSize)
 	}
 	if err != nil {
 		qp.Close()
@@ -162,14 +151,12 @@ type SendWR struct {
 	SGEs       []SGE
 	RemoteAddr uint64 // RDMA operations
 	RKey       uint32
-	Imm        uint32 // OpSendImm: the immediate data the receiver's completion carries
 }
 
 // Send-queue opcodes.
 const (
 	OpRDMAWrite = wrRDMAWrite
 	OpSend      = wrSend
-	OpSendImm   = wrSendImm // a SEND with 32 bits of immediate data (WC.Imm)
 	OpRDMARead  = wrRDMARead
 )
 
@@ -197,9 +184,6 @@ func (qp *QP) PostSend(wr *SendWR) error {
 	put32(swqeOpcode, wr.Opcode)
 	if wr.Signaled {
 		put32(swqeSendFlags, sendSignaled)
-	}
-	if wr.Opcode == OpSendImm {
-		put32(swqeImmData, wr.Imm)
 	}
 	if wr.Opcode == OpRDMAWrite || wr.Opcode == OpRDMARead {
 		put64(swqeRemoteAddr, wr.RemoteAddr)
@@ -241,18 +225,11 @@ func (qp *QP) Doorbell() error {
 // PostRecv writes a receive work request into the receive ring; the
 // kernel takes it when a message arrives (no system call).
 func (qp *QP) PostRecv(wrID uint64, sges ...SGE) error {
-	if qp.rq == nil {
-		return errors.New("rdma: the queue pair receives through a shared receive queue")
-	}
-	return postRecv(qp.rq, wrID, sges)
-}
-
-func postRecv(rq *ring, wrID uint64, sges []SGE) error {
-	max := (rq.elemSize - rwqeSGE) / sizeofSGE
+	max := (qp.rq.elemSize - rwqeSGE) / sizeofSGE
 	if len(sges) > max {
 		return fmt.Errorf("rdma: %d SGEs, the receive queue holds %d", len(sges), max)
 	}
-	s := rq.producerSlot()
+	s := qp.rq.producerSlot()
 	if s == nil {
 		return ErrQueueFull
 	}
@@ -270,7 +247,7 @@ func postRecv(rq *ring, wrID uint64, sges []SGE) error {
 	put32(rwqeDMALength, length)
 	put32(rwqeDMAResid, length)
 	put32(rwqeDMANumSGE, uint32(len(sges)))
-	rq.produce()
+	qp.rq.produce()
 	return nil
 }
 
