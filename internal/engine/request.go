@@ -240,18 +240,36 @@ func (r *Request) complete(err error) bool {
 // r after this store.
 func (r *Request) hold() bool {
 	r.state.Store(stateHeld)
-	return r.holdForXmit()
+	if r.holdForXmit() {
+		return true
+	}
+	// Claimed again before the caller signals (see finish).
+	r.state.Store(stateClaimed)
+	return false
 }
+
+// finishHook, if set (by tests only), runs in finish between its look at
+// parked and the state done, where a waiter parking meanwhile must not
+// block.
+var finishHook func()
 
 // finish signals the completion of r, its outcome set.
 func (r *Request) finish() {
-	// The signal goes before the state: an owner that sees the request
-	// done (a driving waiter, Test) and reuses it finds the signal there
-	// for reset to drain; none can land in the next use. A waiter sets
-	// parked before it looks at the state (chanWait, Done): either this
-	// sees parked and signals, or the waiter sees the request claimed,
-	// held or done and does not block.
-	if r.parked.Load() {
+	// The request is claimed again, from held, before parked is read: a
+	// waiter sets parked before it looks at the state (chanWait, Done),
+	// and blocks if it finds the request held. Either this sees parked
+	// and signals, or the waiter sees the request claimed or done and
+	// waits the completion out (completed) rather than block on a
+	// signal that would never come.
+	r.state.Store(stateClaimed)
+	// The signal goes before the state done: an owner that sees the
+	// request done (a driving waiter, Test) and reuses it finds the
+	// signal there for reset to drain; none can land in the next use.
+	parked := r.parked.Load()
+	if finishHook != nil {
+		finishHook()
+	}
+	if parked {
 		*r.done.Load() <- struct{}{} // made before parked was set
 	}
 	r.state.Store(stateDone)

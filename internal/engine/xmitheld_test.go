@@ -154,6 +154,8 @@ func TestFailedSendWaitsForTransmission(t *testing.T) {
 			release()
 			if err := r.Wait(ctx); err == nil {
 				t.Fatal("the send succeeded")
+			} else if ctx.Err() != nil {
+				t.Fatalf("the send never completed once its transmission returned (%v)", err)
 			}
 			for _, c := range []chan struct{}{posted, ended} {
 				select {
@@ -161,6 +163,70 @@ func TestFailedSendWaitsForTransmission(t *testing.T) {
 				case <-ctx.Done():
 					t.Fatal("the post or the " + how + " never returned")
 				}
+			}
+		})
+	}
+}
+
+// A waiter that parks on a held send while the transmission that finishes
+// it is between its look for a waiter and the send's completion sees the
+// completion under way and waits it out: it does not block on a signal
+// the transmission, having seen no waiter, never sends. (The send was
+// left held, and the waiter found it held and blocked for good.)
+func TestHeldSendWakesLateWaiter(t *testing.T) {
+	for _, how := range []string{"Wait", "Done"} {
+		t.Run(how, func(t *testing.T) {
+			r := newRequest(nil, sendReq)
+			r.xmit.Add(1) // a transmission reads the data
+			if !r.complete(ErrCanceled) {
+				t.Fatal("complete did not take the send")
+			}
+			if done, _ := r.Test(); done {
+				t.Fatal("the send completed while a transmission still read its data")
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			woken := make(chan error, 1)
+			finishHook = func() {
+				go func() {
+					switch how {
+					case "Wait":
+						woken <- r.chanWait(ctx)
+					case "Done":
+						select {
+						case <-r.Done():
+							woken <- r.Err()
+						case <-ctx.Done():
+							woken <- ctx.Err()
+						}
+					}
+				}()
+				// The waiter parks, then looks at the state.
+				for i := 0; !r.parked.Load(); i++ {
+					if i == 5000 {
+						t.Error("the waiter never parked")
+						return
+					}
+					time.Sleep(time.Millisecond)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			defer func() { finishHook = nil }()
+			if !r.xmitDone() {
+				t.Fatal("the last transmission did not finish the send")
+			}
+			r.finish()
+			finishHook = nil
+			select {
+			case err := <-woken:
+				if err != ErrCanceled {
+					t.Fatalf("the waiter returned %v, want %v", err, ErrCanceled)
+				}
+				if ctx.Err() != nil {
+					t.Fatal("the waiter was woken only by its context's end")
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiter never returned")
 			}
 		})
 	}
