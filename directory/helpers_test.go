@@ -3,6 +3,7 @@ package directory
 import (
 	"context"
 	"net"
+	"sync"
 	"testing"
 	"time"
 )
@@ -61,7 +62,10 @@ func nextEvent(t *testing.T, c *Client, within time.Duration) Event {
 func noEvent(t *testing.T, c *Client, d time.Duration) {
 	t.Helper()
 	select {
-	case ev := <-c.Events():
+	case ev, ok := <-c.Events():
+		if !ok {
+			t.Fatalf("proc %d: the client ended: %v", c.Proc(), c.Err())
+		}
 		t.Fatalf("proc %d: unexpected event %+v", c.Proc(), ev)
 	case <-time.After(d):
 	}
@@ -73,4 +77,52 @@ func procs(ms []Member) []uint32 {
 		ps = append(ps, m.Proc)
 	}
 	return ps
+}
+
+// awaitEvent waits for c's next event; open is false if c's events
+// ended (the client ended). Nothing coming within is fatal.
+func awaitEvent(t *testing.T, c *Client, within time.Duration) (ev Event, open bool) {
+	t.Helper()
+	select {
+	case ev, open = <-c.Events():
+		return ev, open
+	case <-time.After(within):
+		t.Fatalf("proc %d: no event within %v", c.Proc(), within)
+	}
+	return Event{}, false
+}
+
+// stallWatch reads the clock every 10 ms in a goroutine of its own and
+// keeps the longest time between two reads: a stall of this process (it
+// got no CPU, or the runtime stopped it). The function it returns ends
+// the watch (once; later calls return the same) and returns that time.
+func stallWatch() func() time.Duration {
+	done := make(chan struct{})
+	res := make(chan time.Duration, 1)
+	go func() {
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		var worst time.Duration
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				res <- max(worst, time.Since(last))
+				return
+			case <-tick.C:
+				now := time.Now()
+				worst = max(worst, now.Sub(last))
+				last = now
+			}
+		}
+	}()
+	var once sync.Once
+	var worst time.Duration
+	return func() time.Duration {
+		once.Do(func() {
+			close(done)
+			worst = <-res
+		})
+		return worst
+	}
 }
