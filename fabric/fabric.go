@@ -116,6 +116,17 @@ type Waiter interface {
 	Interrupt() error
 }
 
+// Pender is implemented by ports that can tell, from any goroutine, whether
+// datagrams wait in them that no receive has taken yet (or whose batch is
+// not yet handled back, where the fabric knows of that). It is a look, not a
+// promise: what it reports may change at once. The dispatcher asks it before
+// it blames a peer for a silence, which may be this side's own: a port that
+// goes unread (its receiving thread stalled, the machine starved) leaves the
+// peer's datagrams waiting in it.
+type Pender interface {
+	Pending() bool
+}
+
 // Networked is implemented by ports that know the network they attach to:
 // the name two ports share exactly when they can reach each other directly
 // (for shared memory, the host's memory domain). A node uses it when its

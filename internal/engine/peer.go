@@ -131,6 +131,10 @@ type peer struct {
 	watch      *time.Timer
 	watchArmed bool
 	watchAt    int64 // when the armed watch is due (nanotime)
+	// rxLooks and txLooks: the ports found with datagrams waiting when
+	// the watch (under rxmu) or the send timer (under mu) last found the
+	// peer silent (ownStall).
+	rxLooks, txLooks []portLook
 	// silent is the error the peer was given up with for silence in the
 	// middle of a message, until it restarts; receives naming it fail.
 	silent atomic.Pointer[UnreachableError]
@@ -258,7 +262,15 @@ func (p *peer) onWatch() {
 	}
 	silence := time.Duration(nanotime() - p.lastHeard.Load())
 	if silence < e.cfg.UnreachableTimeout {
+		p.rxLooks = nil
 		p.armWatchLocked(e.cfg.UnreachableTimeout - silence + time.Millisecond)
+		p.rxmu.Unlock()
+		return
+	}
+	if e.ownStall(&p.rxLooks) {
+		// The peer's next datagram may wait unread in this process's
+		// own port.
+		p.armWatchLocked(e.lookAgain())
 		p.rxmu.Unlock()
 		return
 	}
@@ -269,6 +281,68 @@ func (p *peer) onWatch() {
 	p.rxmu.Unlock()
 	p.fail(err)
 	e.failPostedNamed(p.proc, err)
+}
+
+// portLook is a port found with datagrams waiting, and the batches it had
+// handled then (ownStall).
+type portLook struct {
+	d *dispatcher
+	n uint64
+}
+
+// ownStall reports whether a peer's silence may be this process's own: a
+// port of this process has datagrams waiting unread (fabric.Pender) and
+// has handled no batch since the last look at it, which looks keeps (the
+// caller holds the lock guarding it). The peer's next datagram may then
+// wait among them, while the timer judging the peer runs on time: the
+// port's token is held by a thread that does not drive it, or the machine
+// gives its holder no CPU. A port first seen with datagrams waiting is
+// looked at once more, for a stall that began since its last batch. The
+// silence is the peer's when every port is empty (a peer gone, whether
+// this side reads or not), has handled a batch since the last look (it
+// reads, a port busy with other peers' datagrams too, and from the peer
+// came nothing), or holds datagrams back for want of room (this side
+// waits for its receives, not for CPU; the peer whose datagram is held is
+// not blamed, see heldBack). A port whose fabric cannot tell counts as
+// empty.
+func (e *Engine) ownStall(looks *[]portLook) bool {
+	prev := *looks
+	*looks = nil
+	ps := e.portList.Load()
+	if ps == nil {
+		return false
+	}
+	own := false
+	for _, d := range *ps {
+		f, ok := d.fab.(fabric.Pender)
+		if !ok || d.holding.Load() || !f.Pending() {
+			continue
+		}
+		n := d.prog.dispatcherBatches.Load() + d.prog.threadBatches.Load()
+		if !handledSince(prev, d, n) {
+			own = true
+		}
+		*looks = append(*looks, portLook{d, n})
+	}
+	return own
+}
+
+// handledSince reports whether port d, whose batches are n, was looked at
+// in looks and has handled a batch since.
+func handledSince(looks []portLook, d *dispatcher, n uint64) bool {
+	for _, l := range looks {
+		if l.d == d {
+			return l.n != n
+		}
+	}
+	return false
+}
+
+// lookAgain is how long after a silence that may be this process's own
+// (ownStall) it is judged again: a peer gone is so given up within one and
+// a half unreachable timeouts of this process reading its ports again.
+func (e *Engine) lookAgain() time.Duration {
+	return max(e.cfg.UnreachableTimeout/4, time.Millisecond)
 }
 
 // ctrl is the route for acknowledgements and other control datagrams: the

@@ -93,10 +93,17 @@ func (p *peer) onTimer() {
 	if t.pendingSince > last {
 		last = t.pendingSince
 	}
-	if now-last > int64(e.cfg.UnreachableTimeout) {
-		p.mu.Unlock()
-		p.fail(&UnreachableError{Proc: p.proc, Reason: "no answer for " + time.Duration(now-last).Round(time.Millisecond).String()})
-		return
+	judge := last + int64(e.cfg.UnreachableTimeout) // when the silence is judged next
+	if now > judge {
+		if !e.ownStall(&p.txLooks) {
+			p.mu.Unlock()
+			p.fail(&UnreachableError{Proc: p.proc, Reason: "no answer for " + time.Duration(now-last).Round(time.Millisecond).String()})
+			return
+		}
+		// The peer's answer may wait unread in this process's own port.
+		judge = now + int64(e.lookAgain())
+	} else if p.txLooks != nil {
+		p.txLooks = nil
 	}
 	if now < t.busyUntil {
 		p.armTimerLocked(t.busyUntil, now)
@@ -154,7 +161,7 @@ func (p *peer) onTimer() {
 	if at := t.probeAt(e.cfg.AckDelay); at != 0 {
 		next = min(next, max(at, now))
 	}
-	next = min(next, last+int64(e.cfg.UnreachableTimeout)+int64(time.Millisecond))
+	next = min(next, judge+int64(time.Millisecond))
 	p.armTimerLocked(next, now)
 	p.mu.Unlock()
 	p.pump()
