@@ -35,6 +35,10 @@ type tapPort struct {
 	held  []fabric.Datagram
 	sends []time.Time // every data fragment, first or again
 	seqs  []uint64    // the sequence number of each of sends
+	// stamp, if set, is read at each of sends, into stamps (0 while
+	// unset).
+	stamp  func() uint64
+	stamps []uint64
 }
 
 func (p *tapPort) Send(dgs []fabric.Datagram) (int, error) {
@@ -46,6 +50,11 @@ func (p *tapPort) Send(dgs []fabric.Datagram) (int, error) {
 		if err == nil && h.Kind == wire.Data {
 			p.sends = append(p.sends, now)
 			p.seqs = append(p.seqs, h.Seq)
+			var st uint64
+			if p.stamp != nil {
+				st = p.stamp()
+			}
+			p.stamps = append(p.stamps, st)
 			if p.dropSeq != 0 && h.Seq == p.dropSeq && !p.dropped {
 				p.dropped = true
 				continue
@@ -324,79 +333,94 @@ func TestLateHoleRetransmit(t *testing.T) {
 // While the link is cut, a fragment times out with others in flight that
 // were sent later. The timeout takes all of them as lost, so the window,
 // back at its minimum, is not held shut by fragments still counted in
-// flight: the first fragment goes again at its timeout, not once the
-// later ones time out too.
+// flight: the first fragment goes again at its own timeout, not once the
+// later ones time out too (a second timeout, the timeout doubled). The
+// timeouts are counted, not timed, so a loaded machine's late timers and
+// wake-ups do not change the verdict.
 func TestTimeoutResendsWindow(t *testing.T) {
 	const rto = 500 * time.Millisecond
 	for attempt := 1; ; attempt++ {
-		again, inFlight := timeoutWithLaterInFlight(t, rto)
-		t.Logf("attempt %d: first fragment sent again by its timeout %v after it was last sent (later message in flight: %v)", attempt, again, inFlight)
+		timeouts, again, inFlight := timeoutWithLaterInFlight(t, rto)
+		t.Logf("attempt %d: first fragment sent again after %d timeouts, %v after it was first sent (later message in flight: %v)", attempt, timeouts, again, inFlight)
 		if !inFlight && attempt < 5 {
-			continue // the later message left too late (a loaded machine): try again
+			continue // the later message left after the timeout (a loaded machine): try again
 		}
 		if !inFlight {
 			t.Fatal("the later message never left before the first fragment's timeout")
 		}
-		// It goes at its timeout, one rto after it was last sent; with the
-		// later fragments held in flight it would go once they time out
-		// too, 2.5 rto after (the timeout doubled).
-		if again == 0 || again > 7*rto/5 {
-			t.Errorf("the first fragment went again %v after it was last sent, want within %v", again, 7*rto/5)
+		if timeouts != 1 {
+			t.Errorf("the first fragment went again after %d retransmission timeouts, want 1 (its own)", timeouts)
 		}
 		return
 	}
 }
 
-// timeoutWithLaterInFlight cuts the link, sends a one-fragment message and,
-// half a timeout after its last transmission (its probes gone), a message of several
-// fragments; it reports how long after its last transmission the first
-// fragment went again, and whether the later message had left by then.
-func timeoutWithLaterInFlight(t *testing.T, rto time.Duration) (again time.Duration, inFlight bool) {
+// timeoutWithLaterInFlight cuts the link and sends a one-fragment message
+// and, right behind it, a message of several fragments, all of whose
+// fragments leave within the window. It reports how many retransmission timeouts
+// had fired when the first fragment went again on a timeout (its probes,
+// if any came before the later message, don't count), how long after its
+// first transmission that was, and whether the later message had left
+// before the first timeout.
+func timeoutWithLaterInFlight(t *testing.T, rto time.Duration) (timeouts uint64, again time.Duration, inFlight bool) {
 	e0, e1, tap, fa := tapPair(t, Config{MinRTO: rto, MaxRTO: 10 * time.Second, UnreachableTimeout: time.Minute})
 	warmUp(t, e0, e1)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	fa.SetPartitioned(true)
 	p := e0.peer(1)
+	c := &p.ctrl().disp.c
+	before := c.timeouts.Load()
+	tap.mu.Lock()
+	tap.stamp = c.timeouts.Load
+	tap.mu.Unlock()
+	// The window is shut while both messages are posted, then opened:
+	// they leave together, the one-fragment message first, whatever
+	// the scheduler does between the posts.
 	p.mu.Lock()
 	first := p.tx.nextSeq
-	p.tx.cwnd = initialCwnd // the later message's fragments all go (the warm-up may have shrunk it)
+	p.tx.cwnd = 0
 	p.mu.Unlock()
-	sendsOf := func(seq uint64) []time.Time {
-		tap.mu.Lock()
-		defer tap.mu.Unlock()
-		var s []time.Time
-		for i, q := range tap.seqs {
-			if q == seq {
-				s = append(s, tap.sends[i])
-			}
-		}
-		return s
-	}
 	ra := e1.newRecv(0, 0, 0, 2, nil)
 	e1.post(ra)
-	a := e0.newSend(0, 1, 0, 2, []byte("first"))
-	e0.post(a)
-	// It goes once, and again as a probe or two a few round trips later.
-	for deadline := time.Now().Add(rto * 8 / 10); time.Now().Before(deadline) && len(sendsOf(first)) < 1+maxProbes; time.Sleep(time.Millisecond) {
-	}
-	s := sendsOf(first)
-	last := s[len(s)-1]
-	time.Sleep(time.Until(last.Add(rto / 2)))
 	rb := e1.newRecv(0, 0, 0, 3, nil)
 	e1.post(rb)
+	a := e0.newSend(0, 1, 0, 2, []byte("first"))
+	e0.post(a)
 	data := pattern(8*(64<<10)-100, 3)
 	b := e0.newSend(0, 1, 0, 3, data)
 	e0.post(b)
-	time.Sleep(time.Until(last.Add(3 * rto)))
-	var at time.Time
-	for _, x := range sendsOf(first) {
-		if x.After(last) {
-			at = x
+	p.mu.Lock()
+	p.tx.cwnd = initialCwnd // the later message's fragments all go (the warm-up may have shrunk it)
+	p.mu.Unlock()
+	p.pump()
+	// sent finds the first fragment's transmission on a timeout, and the
+	// later message's first one.
+	sent := func() (at, bAt time.Time, n uint64, firstAt time.Time) {
+		tap.mu.Lock()
+		defer tap.mu.Unlock()
+		for i, q := range tap.seqs {
+			switch {
+			case q == first && firstAt.IsZero():
+				firstAt = tap.sends[i]
+			case q == first && tap.stamps[i] != before && at.IsZero():
+				at, n = tap.sends[i], tap.stamps[i]-before
+			case q == first+1 && bAt.IsZero():
+				bAt = tap.sends[i]
+				inFlight = tap.stamps[i] == before
+			}
+		}
+		return at, bAt, n, firstAt
+	}
+	var at, firstAt time.Time
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		if at, _, timeouts, firstAt = sent(); !at.IsZero() {
 			break
 		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first fragment never went again on a timeout")
+		}
 	}
-	bs := sendsOf(first + 1)
 	fa.SetPartitioned(false)
 	for _, r := range []*Request{a, b, ra, rb} {
 		if err := r.Wait(ctx); err != nil {
@@ -406,10 +430,7 @@ func timeoutWithLaterInFlight(t *testing.T, rto time.Duration) (again time.Durat
 	if !bytes.Equal(rb.Data(), data) {
 		t.Fatal("second message differs")
 	}
-	if at.IsZero() {
-		return 0, len(bs) > 0
-	}
-	return at.Sub(last), len(bs) > 0 && bs[0].Before(at)
+	return timeouts, at.Sub(firstAt), inFlight
 }
 
 // warmUp exchanges messages until engine 0 has measured the round trip to
