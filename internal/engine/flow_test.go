@@ -128,9 +128,13 @@ func TestLocalDelivery(t *testing.T) {
 func TestBusyBoundsMemory(t *testing.T) {
 	const budget = 4 << 20
 	e0, e1 := memPair(t, Config{RecvBudget: budget, MCBs: 64})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	const n, size = 64, 1 << 20
+	// Four times the budget: enough for BUSY to be sent and the bound
+	// to be tested, little enough to finish well inside the context
+	// under -race on a loaded machine (64 MiB took over 60 s there); the
+	// context is only a bound on a hang.
+	const n, size = 16, 1 << 20
 	var sends []*Request
 	for i := 0; i < n; i++ {
 		s := e0.newSend(0, 1, 0, 0, pattern(size, uint64(i)))
