@@ -75,17 +75,7 @@ func rawJoin(t *testing.T, s *Server, proc uint32) net.Conn {
 // (stallWatch saw no gap of a quarter of the timeout); after such a stall
 // the case is run again, at most five times.
 func TestHeartbeatLossDetected(t *testing.T) {
-	const timeout = time.Second
-	for attempt := 1; ; attempt++ {
-		stall := heartbeatLoss(t, timeout)
-		if stall == 0 {
-			return
-		}
-		if attempt == 5 {
-			t.Fatalf("the live client was lost in each of %d attempts, each during a stall of this process (the last %v)", attempt, stall)
-		}
-		t.Logf("attempt %d: the live client was lost during a %v stall of this process; again", attempt, stall)
-	}
+	againAfterStalls(t, "the live client was lost", func() time.Duration { return heartbeatLoss(t, time.Second) })
 }
 
 // heartbeatLoss runs TestHeartbeatLossDetected's case once. It returns the

@@ -92,6 +92,23 @@ func awaitEvent(t *testing.T, c *Client, within time.Duration) (ev Event, open b
 	return Event{}, false
 }
 
+// againAfterStalls runs a case until it ends without a loss that a stall
+// of this process may explain (run returns that stall, or 0 when it saw
+// no such loss), at most five times; lost says what was lost.
+func againAfterStalls(t *testing.T, lost string, run func() time.Duration) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		stall := run()
+		if stall == 0 {
+			return
+		}
+		if attempt == 5 {
+			t.Fatalf("%s in each of %d attempts, each during a stall of this process (the last %v)", lost, attempt, stall)
+		}
+		t.Logf("attempt %d: %s during a %v stall of this process; again", attempt, lost, stall)
+	}
+}
+
 // stallWatch reads the clock every 10 ms in a goroutine of its own and
 // keeps the longest time between two reads: a stall of this process (it
 // got no CPU, or the runtime stopped it). The function it returns ends

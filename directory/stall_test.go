@@ -21,17 +21,7 @@ import (
 // silence (see TestHeartbeatLossDetected). A member lost while stallWatch
 // saw such a stall after the first is run again, at most five times.
 func TestOwnStallIsNotSilence(t *testing.T) {
-	const timeout = time.Second
-	for attempt := 1; ; attempt++ {
-		stall := ownStall(t, timeout)
-		if stall == 0 {
-			return
-		}
-		if attempt == 5 {
-			t.Fatalf("a member was lost in each of %d attempts, each during a further stall of this process (the last %v)", attempt, stall)
-		}
-		t.Logf("attempt %d: a member was lost during a further %v stall of this process; again", attempt, stall)
-	}
+	againAfterStalls(t, "a member was lost after the deliberate stall", func() time.Duration { return ownStall(t, time.Second) })
 }
 
 // ownStall runs TestOwnStallIsNotSilence's case once. It returns the

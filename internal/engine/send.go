@@ -149,22 +149,8 @@ func (p *peer) soloLocked(r *Request, now int64) bool {
 		p.sentDataLocked(cum, now)
 	}
 	p.rxmu.Unlock()
-	h := wire.Header{
-		Kind:      wire.Data,
-		JobKey:    p.e.cfg.JobKey,
-		Hops:      wire.DefaultHops,
-		SrcInc:    p.e.inc,
-		DstInc:    p.inc.Load(),
-		SrcProc:   uint32(p.e.cfg.Proc),
-		SrcThread: uint32(r.srcThread),
-		DstProc:   uint32(p.proc),
-		DstThread: uint32(r.dstThread),
-		Tag:       int32(r.tag),
-		MsgID:     r.msgID,
-		Seq:       seq,
-		FragSize:  fragSize,
-		Total:     uint64(len(r.data)),
-	}
+	h := p.msgHeader(wire.Data, r, r.msgID, seq)
+	h.FragSize, h.Total = fragSize, uint64(len(r.data))
 	if piggy {
 		h.Flags |= wire.FlagAck
 		h.AckCum = cum
@@ -362,23 +348,30 @@ func fragSizeFor(total uint64, limit int) uint32 {
 	return uint32((total + n - 1) / n)
 }
 
-// build encodes the datagram for entry en into b.
-func (p *peer) build(b *batch, rt *route, en *txEntry) {
-	r := en.req
-	h := wire.Header{
-		Kind:      en.kind,
-		JobKey:    p.e.cfg.JobKey,
+// msgHeader is the header a datagram of r's message to this peer starts
+// from: sender, destination, tag, message id and sequence number.
+func (p *peer) msgHeader(kind wire.Kind, r *Request, msgID, seq uint64) wire.Header {
+	e := p.e
+	return wire.Header{
+		Kind:      kind,
+		JobKey:    e.cfg.JobKey,
 		Hops:      wire.DefaultHops,
-		SrcInc:    p.e.inc,
+		SrcInc:    e.inc,
 		DstInc:    p.inc.Load(),
-		SrcProc:   uint32(p.e.cfg.Proc),
+		SrcProc:   uint32(e.cfg.Proc),
 		SrcThread: uint32(r.srcThread),
 		DstProc:   uint32(p.proc),
 		DstThread: uint32(r.dstThread),
 		Tag:       int32(r.tag),
-		MsgID:     en.msgID,
-		Seq:       en.seq,
+		MsgID:     msgID,
+		Seq:       seq,
 	}
+}
+
+// build encodes the datagram for entry en into b.
+func (p *peer) build(b *batch, rt *route, en *txEntry) {
+	r := en.req
+	h := p.msgHeader(en.kind, r, en.msgID, en.seq)
 	if en.retrans {
 		h.Flags |= wire.FlagRetransmit
 	}
