@@ -79,6 +79,10 @@ func Launch(ctx context.Context, w, h int) (*Browser, error) {
 	// Its own process group, so that Close ends the renderer and GPU
 	// processes with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Chromium keeps its singleton socket in a directory of its own under
+	// TMPDIR, which a killed browser leaves behind: inside the profile,
+	// Close removes it too.
+	cmd.Env = append(os.Environ(), "TMPDIR="+profile)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		os.RemoveAll(profile)
