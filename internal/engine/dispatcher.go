@@ -173,9 +173,9 @@ func (d *dispatcher) clock() int64 {
 	return d.batchAt
 }
 
-// handle processes one received datagram; now is the time, or 0 for
-// handle to read it when needed (clock).
-func (d *dispatcher) handle(pkt []byte, now int64) {
+// handle processes one received datagram of the batch being handled,
+// reading the batch's time at its first need (clock).
+func (d *dispatcher) handle(pkt []byte) {
 	e := d.e
 	d.c.fragsRecv.Add(1)
 	var h wire.Header
@@ -239,10 +239,7 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 	// a bundle of them) reads no clock to say it was heard.
 	if h.Flags&wire.FlagReliable == 0 || h.Flags&wire.FlagRendezvous != 0 ||
 		h.Flags&wire.FlagBundle == 0 && (h.FragIndex != 0 || uint64(h.BodyLen) != h.Total) {
-		if now == 0 {
-			now = d.clock()
-		}
-		p.lastHeard.Store(now)
+		p.lastHeard.Store(d.clock())
 	}
 	switch h.Kind {
 	case wire.Data, wire.Abort:
@@ -258,7 +255,7 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 			// carried acknowledgement never has, cost more than the rest.
 			a := &d.carried
 			a.Cum, a.Window, a.NSack, a.Echo = h.AckCum, 0, 0, noEcho
-			p.onAck(a, d, now)
+			p.onAck(a, d, d.clock())
 		}
 		if h.Flags&wire.FlagBundle != 0 {
 			d.onBundle(p, &h, body)
@@ -272,7 +269,7 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 			return
 		}
 		d.c.acksRecv.Add(1)
-		p.onAck(&a, d, now)
+		p.onAck(&a, d, d.clock())
 	case wire.Busy:
 		d.c.busyRecv.Add(1)
 		p.onBusy(h.Seq)
@@ -284,7 +281,7 @@ func (d *dispatcher) handle(pkt []byte, now int64) {
 	case wire.Bye:
 		if a, err := wire.DecodeAck(body); err == nil {
 			d.c.acksRecv.Add(1)
-			p.onAck(&a, d, now)
+			p.onAck(&a, d, d.clock())
 		}
 		e.onBye(p)
 	}

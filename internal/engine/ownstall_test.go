@@ -262,14 +262,7 @@ func TestDeadPeerUnreadPortLost(t *testing.T) {
 			awaitPartial(t, e)
 			resume := stallPort(t, e.peer(0).ctrl().disp)
 			defer resume()
-			r := e.newRecv(0, 0, 0, 0, nil)
-			e.post(r)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			var ue *UnreachableError
-			if err := r.Wait(ctx); !errors.As(err, &ue) {
-				t.Fatalf("receive from a peer gone mid-message, port unread and empty: %v, want an UnreachableError", err)
-			}
+			awaitLost(t, e, "port unread and empty")
 		})
 	}
 }
@@ -313,15 +306,22 @@ func TestDeadPeerBusyPortLost(t *testing.T) {
 	}()
 	defer wg.Wait()
 	defer close(stop)
+	awaitLost(t, e, "port busy")
+	if e.Stats()[0].Drops["jobkey"] == 0 {
+		t.Fatal("the port handled none of the datagrams of no job")
+	}
+}
+
+// awaitLost waits for a receive from process 0, gone in the middle of a
+// message, to fail with an UnreachableError; how says this side's port.
+func awaitLost(t *testing.T, e *Engine, how string) {
+	t.Helper()
 	r := e.newRecv(0, 0, 0, 0, nil)
 	e.post(r)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var ue *UnreachableError
 	if err := r.Wait(ctx); !errors.As(err, &ue) {
-		t.Fatalf("receive from a peer gone mid-message, port busy: %v, want an UnreachableError", err)
-	}
-	if e.Stats()[0].Drops["jobkey"] == 0 {
-		t.Fatal("the port handled none of the datagrams of no job")
+		t.Fatalf("receive from a peer gone mid-message, %s: %v, want an UnreachableError", how, err)
 	}
 }

@@ -493,7 +493,7 @@ func (d *dispatcher) handleBatch(msgs [][]byte) {
 	d.beginBatch()
 	for i := 0; i < len(msgs); i++ {
 		d.lastDg = i == len(msgs)-1
-		if d.handle(msgs[i], 0); d.held {
+		if d.handle(msgs[i]); d.held {
 			for k := d.hold(i); k > 0; k-- {
 				i++
 				msgs[i] = nil // back in the fabric, received again later

@@ -147,19 +147,29 @@ func (e *Engine) fillFromMCB(r *Request, m *mcb) {
 			m.data, m.box = nil, nil // handed over
 		}
 		r.owned = nil
-	} else if r.buf != nil {
-		n := m.copyTo(r.buf)
-		if m.total > uint64(len(r.buf)) {
-			err = ErrTruncated
-		}
-		r.data = r.buf[:n]
 	} else {
-		r.data = m.bytes()
-		m.data, m.box = nil, nil // handed over
+		err = r.takeData(m)
 	}
 	r.setFrom(m.key)
 	e.freeMCB(m)
 	r.complete(err)
+}
+
+// takeData gives receive r the message m stored, which r did not own
+// (not received into r's buffer): copied into r's buffer, or m's data
+// handed over if r has none. It reports ErrTruncated if the buffer is too
+// small.
+func (r *Request) takeData(m *mcb) error {
+	if r.buf == nil {
+		r.data = m.bytes()
+		m.data, m.box = nil, nil // handed over
+		return nil
+	}
+	r.data = r.buf[:m.copyTo(r.buf)]
+	if m.total > uint64(len(r.buf)) {
+		return ErrTruncated
+	}
+	return nil
 }
 
 // fillSmallLocked completes receive r with m, a small message stored whole
@@ -169,17 +179,9 @@ func (e *Engine) fillFromMCB(r *Request, m *mcb) {
 // of many threads each receiving its own stream: most of their messages
 // arrive before their receive). It unlocks s.
 func (e *Engine) fillSmallLocked(s *stripe, r *Request, m *mcb) {
-	var err error
-	if r.buf != nil {
-		n := copy(r.buf, m.data)
-		if m.total > uint64(len(r.buf)) {
-			err = ErrTruncated
-		}
-		r.data = r.buf[:n]
+	err := r.takeData(m)
+	if m.data != nil { // copied
 		m.keep(&e.bufs)
-	} else {
-		r.data = m.data
-		m.data, m.box = nil, nil // handed over
 	}
 	r.setFrom(m.key)
 	n := m.reserved

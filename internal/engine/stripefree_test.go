@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/pcor-go/pcor/fabric/mem"
 )
 
 // sendAccepted sends k small messages from thread 1 of e0 to thread dst of
@@ -51,10 +49,7 @@ func recvAll(ctx context.Context, t *testing.T, e1 *Engine, dst ThreadID, round,
 // stripe takes that block: none goes through the pool's shared list, and
 // none is taken from the pool again.
 func TestStripeFreeReuse(t *testing.T) {
-	n := mem.NewNetwork()
-	a, _ := n.Listen("a")
-	b, _ := n.Listen("b")
-	e0, e1 := pair(t, a, b, Config{})
+	e0, e1 := memPair(t, Config{})
 	// A guard against a hang, not a timing.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -93,11 +88,8 @@ func TestStripeFreeReuse(t *testing.T) {
 // Control blocks kept by one stripe serve messages for another when the
 // pool has none left.
 func TestStripeFreeScavenged(t *testing.T) {
-	n := mem.NewNetwork()
-	a, _ := n.Listen("a")
-	b, _ := n.Listen("b")
 	const k = 16
-	e0, e1 := pair(t, a, b, Config{MCBs: k})
+	e0, e1 := memPair(t, Config{MCBs: k})
 	// A guard against a hang, not a timing.
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
