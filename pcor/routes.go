@@ -114,9 +114,10 @@ func (r *router) applyLocked() error {
 		}
 	}
 	t := model.Build(r.self, ms)
-	// The table is published first, so that whoever sees a request fail
-	// finds the reason in it.
-	r.table.Store(t)
+	// The table is published after the engine has the new routes, so that
+	// whoever finds a route in it can send on it, and before members are
+	// removed as unreachable, so that whoever sees a request fail finds
+	// the reason in it.
 	var errs []error
 	eachDst(t.Routes(), func(dst uint32, routes []routing.Route) {
 		specs := routeSpecs(r.members, routes)
@@ -133,6 +134,7 @@ func (r *router) applyLocked() error {
 			delete(r.cut, dst)
 		}
 	})
+	r.table.Store(t)
 	for _, dst := range t.Unreachable() {
 		if r.cut[dst] {
 			continue

@@ -17,6 +17,7 @@ type sinkLog struct {
 	calls []string
 	set   map[engine.ProcID][]engine.RouteSpec
 	errs  map[engine.ProcID]error
+	seen  func(call string) // called before each SetRoutes and RemovePeer is logged, if set
 }
 
 func newSinkLog() *sinkLog {
@@ -24,19 +25,28 @@ func newSinkLog() *sinkLog {
 }
 
 func (s *sinkLog) SetRoutes(p engine.ProcID, specs []engine.RouteSpec) error {
+	if s.seen != nil {
+		s.seen(fmt.Sprintf("set %d", p))
+	}
 	s.calls = append(s.calls, fmt.Sprintf("set %d", p))
 	s.set[p] = specs
 	return nil
 }
 
 func (s *sinkLog) RemovePeer(p engine.ProcID, err error) {
+	if s.seen != nil {
+		s.seen(fmt.Sprintf("remove %d", p))
+	}
 	s.calls = append(s.calls, fmt.Sprintf("remove %d", p))
 	s.errs[p] = err
 }
 
 // PeerLeft is logged as a removal: the engine removes the peer, once
 // what it sent before it left has been taken.
-func (s *sinkLog) PeerLeft(p engine.ProcID, err error) { s.RemovePeer(p, err) }
+func (s *sinkLog) PeerLeft(p engine.ProcID, err error) {
+	s.calls = append(s.calls, fmt.Sprintf("remove %d", p))
+	s.errs[p] = err
+}
 
 func (s *sinkLog) take() []string {
 	c := s.calls
@@ -188,5 +198,38 @@ func TestParseListenCosts(t *testing.T) {
 		if _, _, err := ParseListenCosts(bad); !errors.Is(err, directory.ErrEnv) {
 			t.Errorf("%q: %v", bad, err)
 		}
+	}
+}
+
+// The table and the engine agree for whoever reads the table: a route
+// shows in it only once the engine has it, so a send the table allows
+// finds its route; and a member shows as unreachable before the engine
+// fails its requests, so a failed request finds its reason there.
+func TestRouterPublishOrder(t *testing.T) {
+	s := newSinkLog()
+	r := newRouter(s, 0)
+	var bad []string
+	s.seen = func(call string) {
+		var p uint32
+		var kind string
+		fmt.Sscanf(call, "%s %d", &kind, &p)
+		_, routed := r.table.Load().Lookup(p, 0)
+		switch {
+		case kind == "set" && routed && s.set[engine.ProcID(p)] == nil:
+			bad = append(bad, fmt.Sprintf("table routes to %d before the engine has a route", p))
+		case kind == "remove" && routed:
+			bad = append(bad, fmt.Sprintf("engine fails %d's requests while the table still routes to it", p))
+		}
+	}
+	if err := r.reset(gatewayMembers("10.0.0.1:1", "10.0.0.2:1", "10.1.0.2:1", "10.1.0.3:1")); err != nil {
+		t.Fatal(err)
+	}
+	r.event(directory.Event{Kind: directory.Left, Member: directory.Member{Proc: 1}, Reason: "killed"})
+	r.event(directory.Event{Kind: directory.Joined, Member: gatewayMembers("", "10.0.0.2:2", "10.1.0.2:2", "")[1]})
+	if got := s.take(); !slices.Equal(got, []string{"set 1", "set 2", "remove 1", "remove 2", "set 1", "set 2"}) {
+		t.Fatalf("calls %v", got)
+	}
+	for _, b := range bad {
+		t.Error(b)
 	}
 }
