@@ -54,7 +54,10 @@ func TestGoodbyeEndsLeaveWait(t *testing.T) {
 	t.Cleanup(func() { leaveGrace = grace })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	e0, e1 := memPair(t, Config{UnreachableTimeout: time.Hour})
+	// The receiver's budget is smaller than the message, so the message
+	// waits for its receive however long this goroutine is descheduled
+	// before PeerLeft: the send is still pending then.
+	e0, e1 := memPair(t, Config{UnreachableTimeout: time.Hour, RecvBudget: 256 << 10})
 	s := e0.newSend(3, 1, 4, 9, pattern(1<<20, 1))
 	e0.post(s)
 	e0.PeerLeft(1, &PeerDownError{Proc: 1, Reason: "left"})
