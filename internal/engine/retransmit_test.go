@@ -638,12 +638,22 @@ func TestSlowStartBoundedBySocket(t *testing.T) {
 // by three.
 func TestSlowStartSmallFirstMessage(t *testing.T) {
 	const recv = 16 << 20
-	e0, e1, p, maxDg := bufferedPair(t, recv)
-	exchange(t, e0, e1, 1, pattern(64, 1))
-	p.mu.Lock()
-	got := p.tx.ssthresh
-	p.mu.Unlock()
-	if large := float64(recv / maxDg / 2); got <= large {
+	for try := 1; ; try++ {
+		e0, e1, p, maxDg := bufferedPair(t, recv)
+		exchange(t, e0, e1, 1, pattern(64, 1))
+		p.mu.Lock()
+		got := p.tx.ssthresh
+		p.mu.Unlock()
+		large := float64(recv / maxDg / 2)
+		if got > large {
+			return
+		}
+		// A loss (a loaded machine can fire the first timeout: 1 in 60
+		// under -race at load 35) halves the window and ssthresh with
+		// it: try again.
+		if st := e0.Stats()[0]; (st.Timeouts > 0 || st.FastRetrans > 0) && try < 5 {
+			continue
+		}
 		t.Fatalf("ssthresh %v after a 64 B first message: bounded as if its datagrams were of %d B (%v)", got, maxDg, large)
 	}
 }
