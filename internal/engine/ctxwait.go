@@ -47,14 +47,14 @@ type ownWait struct {
 	wait       atomic.Uint32
 }
 
-// watches reports whether a wait on r with ctx may use plainWait, making
+// watches reports whether a wait on r with ctx (whose Done channel is c)
+// may use plainWait, making
 // the watch of ctx the second time in a row a wait on r uses it.
-func (r *Request) watches(ctx context.Context) bool {
+func (r *Request) watches(ctx context.Context, c <-chan struct{}) bool {
 	w := r.w
 	if w == nil {
 		return false
 	}
-	c := ctx.Done()
 	if w.done == c {
 		return true
 	}

@@ -50,9 +50,12 @@ func (ep *Endpoint) Isend(dstProc ProcID, dstThread ThreadID, tag Tag, data []by
 // request returned is also the shared done one: such a send completes
 // when Isend returns in any case, and needs no request of its own.
 func (ep *Endpoint) IsendCopy(dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) *Request {
-	if dstProc == ep.e.cfg.Proc && len(data) <= EagerLimit {
-		if r := ep.sendCopyLocal(dstThread, tag, data); r != nil {
-			return r
+	if dstProc == ep.e.cfg.Proc {
+		if ok, err := ep.sendCopyLocal(dstThread, tag, data); ok {
+			if err != nil {
+				return failedSend(ep.e, err)
+			}
+			return copiedSend
 		}
 	}
 	if len(data) > EagerLimit || dstProc == ep.e.cfg.Proc || !ep.e.postRoom(len(data)) {
@@ -74,14 +77,19 @@ func failedSend(e *Engine, err error) *Request {
 }
 
 // sendCopyLocal copies a message to a thread of this process if it can be
-// at once, without a request of its own, and returns the request IsendCopy
-// gives for it; nil if it cannot (no room for it, or local sends wait
-// already, which it must not pass), and the caller sends it as Isend.
-func (ep *Endpoint) sendCopyLocal(dstThread ThreadID, tag Tag, data []byte) *Request {
+// at once, without a request of its own: ok reports that it was (err is
+// then its outcome: nil, or ErrClosed). It is not for a message over
+// EagerLimit or MaxMessage, nor while local sends wait already (it must
+// not pass them), nor when no room is left for it: the caller then sends
+// it with a request (Isend, Send).
+func (ep *Endpoint) sendCopyLocal(dstThread ThreadID, tag Tag, data []byte) (ok bool, err error) {
 	e := ep.e
+	if len(data) > EagerLimit || int64(len(data)) > e.cfg.MaxMessage {
+		return false, nil
+	}
 	e.flushDeferred() // as post does
 	if e.localWaiting.Load() != 0 {
-		return nil
+		return false, nil
 	}
 	r := ep.local
 	if r == nil {
@@ -91,16 +99,10 @@ func (ep *Endpoint) sendCopyLocal(dstThread ThreadID, tag Tag, data []byte) *Req
 	r.state.Store(statePending)
 	r.err = nil
 	r.setSend(ep.id, e.cfg.Proc, dstThread, tag, data)
-	ok := e.tryLocal(r)
-	err := r.err
+	ok = e.tryLocal(r)
+	err = r.err
 	r.data = nil // keep no reference to the caller's buffer
-	switch {
-	case !ok:
-		return nil
-	case err != nil:
-		return failedSend(e, err)
-	}
-	return copiedSend
+	return ok, err
 }
 
 // copiedSend is the request IsendCopy returns for a message it copied: a
@@ -161,6 +163,14 @@ func (ep *Endpoint) IrecvReuse(r *Request, srcProc ProcID, srcThread ThreadID, t
 // acknowledgement soon (see ackout.go). If ctx ends first the send is
 // cancelled.
 func (ep *Endpoint) Send(ctx context.Context, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) error {
+	// A small message to a thread of this process that is accepted at
+	// once (copied into its receive, or kept as unexpected) needs no
+	// request to wait on: the send is done when the copy is.
+	if dstProc == ep.e.cfg.Proc {
+		if ok, err := ep.sendCopyLocal(dstThread, tag, data); ok {
+			return err
+		}
+	}
 	// A send request can stay referenced by fragments in flight after it
 	// completes; it is reused only once the engine holds none.
 	r := ep.send

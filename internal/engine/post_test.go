@@ -272,6 +272,42 @@ func TestIsendCopyLocal(t *testing.T) {
 	}
 }
 
+// A message to a thread of this process larger than MaxMessage is refused
+// by Send and IsendCopy alike (TooLargeError), however small, and one
+// within it is delivered; Send after Close fails with ErrClosed.
+func TestLocalSendMaxMessage(t *testing.T) {
+	e, err := New(Config{Proc: 3, MaxMessage: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	src, dst := e.Endpoint(1), e.Endpoint(2)
+	big := make([]byte, 101)
+	var tl *TooLargeError
+	if err := src.Send(ctx, 3, 2, 9, big); !errors.As(err, &tl) {
+		t.Errorf("Send of 101 bytes under MaxMessage 100: %v, want TooLargeError", err)
+	}
+	if err := src.IsendCopy(3, 2, 9, big).Wait(ctx); !errors.As(err, &tl) {
+		t.Errorf("IsendCopy of 101 bytes under MaxMessage 100: %v, want TooLargeError", err)
+	}
+	if err := src.Send(ctx, 3, 2, 9, big[:100]); err != nil {
+		t.Fatal(err)
+	}
+	r, err := dst.Recv(ctx, 3, 1, 9, nil)
+	if err != nil || len(r.Data()) != 100 {
+		t.Fatalf("received %v, %v; want the 100 bytes", r, err)
+	}
+	if _, ok := dst.Iprobe(3, 1, 9); ok {
+		t.Error("a message larger than MaxMessage was delivered")
+	}
+	e.Close()
+	if err := src.Send(ctx, 3, 2, 9, big[:1]); err != ErrClosed {
+		t.Errorf("Send after Close: %v, want ErrClosed", err)
+	}
+}
+
 // TestManyStreamsHeld: 1,000 threads' streams of 20 small messages each,
 // all arriving before any is received, are held (20,000 control blocks,
 // made as they are needed) rather than answered BUSY, and then received

@@ -340,15 +340,26 @@ func (t *recvTable) unlink(s *stripe, m *mcb, h uint64) {
 func (t *recvTable) findUnexpected(s *stripe, r *Request) *mcb {
 	if exactKey(r) {
 		k := key{r.srcProc, r.srcThread, r.dstThread, r.tag}
-		for i := s.unexp[hashKey(k)&t.mask]; i != nilMCB; {
-			m := t.pool.at(i)
-			if m.key == k {
-				return m
-			}
-			i = m.hnext
-		}
-		return nil
+		return t.findExact(s, k, hashKey(k))
 	}
+	return t.findWild(s, r)
+}
+
+// findExact returns the earliest unexpected message of key k, whose hash
+// is h. The stripe must be locked.
+func (t *recvTable) findExact(s *stripe, k key, h uint64) *mcb {
+	for i := s.unexp[h&t.mask]; i != nilMCB; {
+		m := t.pool.at(i)
+		if m.key == k {
+			return m
+		}
+		i = m.hnext
+	}
+	return nil
+}
+
+// findWild is findUnexpected for a wildcard receive.
+func (t *recvTable) findWild(s *stripe, r *Request) *mcb {
 	ts := s.lookup(r.dstThread)
 	if ts == nil {
 		return nil
@@ -367,17 +378,25 @@ func (t *recvTable) findUnexpected(s *stripe, r *Request) *mcb {
 // found it is unlinked and returned, else r is left posted. The stripe
 // must be locked.
 func (t *recvTable) post(s *stripe, r *Request) *mcb {
-	if m := t.findUnexpected(s, r); m != nil {
+	if exactKey(r) {
+		// The key's hash serves both the look and the posting.
+		k := key{r.srcProc, r.srcThread, r.dstThread, r.tag}
+		h := hashKey(k)
+		if m := t.findExact(s, k, h); m != nil {
+			t.unlink(s, m, h)
+			return m
+		}
+		s.seq++
+		r.postSeq = s.seq
+		s.posted[h&t.mask].push(r)
+		return nil
+	}
+	if m := t.findWild(s, r); m != nil {
 		t.unlink(s, m, hashKey(m.key))
 		return m
 	}
 	s.seq++
 	r.postSeq = s.seq
-	r.next = nil
-	if exactKey(r) {
-		s.posted[hashKey(key{r.srcProc, r.srcThread, r.dstThread, r.tag})&t.mask].push(r)
-		return nil
-	}
 	s.thread(r.dstThread).wild.push(r)
 	s.wild++
 	return nil

@@ -89,11 +89,16 @@ func (p *peer) flushDeferred() {
 	}
 }
 
-// flushDeferred sends the messages deferred for every peer.
+// flushDeferred sends the messages deferred for every peer. It is called
+// on every send and wait, nearly always with nothing deferred: that look
+// is inlined.
 func (e *Engine) flushDeferred() {
-	if e.deferring.Load() == 0 {
-		return
+	if e.deferring.Load() != 0 {
+		e.flushDeferredPeers()
 	}
+}
+
+func (e *Engine) flushDeferredPeers() {
 	for _, p := range *e.peers.Load() {
 		if p.flushArmed.Load() {
 			p.flushDeferred()

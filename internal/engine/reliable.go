@@ -621,9 +621,12 @@ func (d *dispatcher) hold(i int) int {
 // at either begins its batch after the room was made, and sees it, or
 // ended it before, and then shows holding if it held.
 func (e *Engine) resumeHeld() {
-	if !e.holders.Load() {
-		return
+	if e.holders.Load() { // inlined: every receive posted looks
+		e.resumeHeldPorts()
 	}
+}
+
+func (e *Engine) resumeHeldPorts() {
 	ps := e.portList.Load()
 	if ps == nil {
 		return

@@ -311,6 +311,18 @@ func (r *Request) Test() (bool, error) {
 // completed reports whether the request is done, waiting out a
 // completion under way (between its signal and its state).
 func (r *Request) completed() bool {
+	switch r.state.Load() {
+	case stateDone:
+		return true
+	case stateClaimed:
+		return r.completedSlow()
+	}
+	return false
+}
+
+// completedSlow is completed for a completion under way: short, so that
+// completed, called several times a message, is inlined.
+func (r *Request) completedSlow() bool {
 	for {
 		switch r.state.Load() {
 		case stateDone:
@@ -373,10 +385,10 @@ func (r *Request) block(ctx context.Context, d time.Duration) (err error, done b
 		}
 		defer r.timer.Stop()
 		timeout = r.timer.C
-	} else if ctx.Done() == nil {
+	} else if c := ctx.Done(); c == nil {
 		<-wake
 		return r.err, true
-	} else if r.watches(ctx) {
+	} else if r.watches(ctx, c) {
 		return r.plainWait(ctx, wake)
 	}
 	select {

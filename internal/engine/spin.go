@@ -42,15 +42,15 @@ func (r *Request) spin() bool {
 		e.spinners.Add(-1)
 		return false
 	}
-	defer e.spinners.Add(-1)
+	ok := false
 	for range waitSpins {
-		if r.state.Load() == stateDone {
-			e.spunFor(true)
-			return true
+		if ok = r.state.Load() == stateDone; ok {
+			break
 		}
 		runtime.Gosched()
 	}
-	ok := r.state.Load() == stateDone
+	ok = ok || r.state.Load() == stateDone
+	e.spinners.Add(-1)
 	e.spunFor(ok)
 	return ok
 }
