@@ -151,6 +151,26 @@ func TestContention(t *testing.T) {
 	}
 }
 
+// TestTrace checks that --trace leaves a runtime trace of each process:
+// this one and the peer process of the procs placement.
+func TestTrace(t *testing.T) {
+	dir := t.TempDir()
+	runJSON(t, "contention", "--placement", "procs", "--threads", "1,3", "--iters", "30", "--trace", dir)
+	for _, side := range []string{"near", "far"} {
+		files, err := filepath.Glob(filepath.Join(dir, side+"-*.trace"))
+		if err != nil || len(files) != 1 {
+			t.Fatalf("%s traces: %v (%v)", side, files, err)
+		}
+		b, err := os.ReadFile(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.HasPrefix(b, []byte("go 1.")) || len(b) < 1024 {
+			t.Errorf("%s: not a runtime trace (%d bytes: %.16q)", files[0], len(b), b)
+		}
+	}
+}
+
 func TestOutputs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()

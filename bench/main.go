@@ -48,6 +48,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/trace"
 
 	"github.com/pcor-go/pcor/bench/internal/peer"
 )
@@ -70,11 +71,39 @@ func main() {
 
 // serveChild is the peer process: it serves jobs on stdin/stdout.
 func serveChild() int {
+	if dir := os.Getenv(peer.TraceEnvVar); dir != "" {
+		stop, err := startTrace(dir, "far")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench peer:", err)
+			return 1
+		}
+		defer stop()
+	}
 	if err := peer.Serve(context.Background(), os.Stdin, os.Stdout, childHandlers()); err != nil {
 		fmt.Fprintln(os.Stderr, "bench peer:", err)
 		return 1
 	}
 	return 0
+}
+
+// startTrace writes a runtime trace of this process into dir (made if
+// need be) until stop is called.
+func startTrace(dir, side string) (stop func(), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(peer.TraceFile(dir, side, os.Getpid()))
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	return func() {
+		trace.Stop()
+		f.Close()
+	}, nil
 }
 
 const usageText = `usage: bench <command> [flags]
@@ -111,6 +140,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	o, err := parseOptions(cmd, args[1:], stderr)
 	if err != nil {
 		return err
+	}
+	if o.trace != "" {
+		stop, err := startTrace(o.trace, "near")
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	res, err := measure(ctx, o, stderr)
 	if err != nil {

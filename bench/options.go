@@ -36,6 +36,7 @@ type options struct {
 	plot      string
 	baselines bool
 	progress  bool
+	trace     string
 }
 
 // per-command defaults
@@ -70,6 +71,7 @@ func newFlagSet(cmd string, o *options, stderr io.Writer) (*flag.FlagSet, *strin
 	fs.StringVar(&o.plot, "plot", "", "also write an SVG plot of the curves to this file")
 	fs.BoolVar(&o.baselines, "baselines", true, "measure the baselines too")
 	fs.BoolVar(&o.progress, "progress", false, "write each pcor sample's median and the counters of both nodes (who received the datagrams: the waiting threads or the dispatchers; retransmissions, BUSY answers, drops) to stderr")
+	fs.StringVar(&o.trace, "trace", "", "write a runtime trace (go tool trace) of this process and of each peer process into this directory: near-<pid>.trace, far-<pid>.trace")
 	return fs, mode, sz, th
 }
 

@@ -57,7 +57,7 @@ func (r *runner) close() error {
 // its own, so all far sides are up at once and samples can alternate.
 func (r *runner) baselineHost() (peer.Host, error) {
 	if r.o.placement == placeProcs {
-		return peer.Spawn()
+		return peer.Spawn(r.o.trace)
 	}
 	return peer.NewLocal(handlers(nil)), nil
 }
@@ -87,7 +87,7 @@ func (r *runner) openPcor(fabric, mode string) (*pcorSide, error) {
 	}
 	s := &pcorSide{fabric: fabric, mode: mode, node: node, near: pb.NewNear(node, r.o.maxSize()), own: true, name: r.seriesName(fabric, mode)}
 	if r.o.placement == placeProcs {
-		if s.host, err = peer.Spawn(); err != nil {
+		if s.host, err = peer.Spawn(r.o.trace); err != nil {
 			node.Close()
 			return nil, err
 		}

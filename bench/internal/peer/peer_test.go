@@ -105,7 +105,7 @@ func TestLocal(t *testing.T) {
 }
 
 func TestProcess(t *testing.T) {
-	p, err := Spawn()
+	p, err := Spawn("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +116,7 @@ func TestProcess(t *testing.T) {
 }
 
 func TestProcessContextEndsPeer(t *testing.T) {
-	p, err := Spawn()
+	p, err := Spawn("")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,14 +42,16 @@ type Process struct {
 	werr error
 }
 
-// Spawn starts the peer process (this executable re-executed).
-func Spawn() (*Process, error) {
+// Spawn starts the peer process (this executable re-executed). With
+// traceDir not empty the peer writes a runtime trace of its whole life
+// into that directory (see TraceFile).
+func Spawn(traceDir string) (*Process, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("peer: %w", err)
 	}
 	cmd := exec.Command(exe)
-	cmd.Env = append(os.Environ(), EnvVar+"=1")
+	cmd.Env = append(os.Environ(), EnvVar+"=1", TraceEnvVar+"="+traceDir)
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {

@@ -4,14 +4,27 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/pcor-go/pcor/bench/internal/usage"
 )
 
 // IsChild reports whether this process was started by Spawn.
 func IsChild() bool { return os.Getenv(EnvVar) == "1" }
+
+// TraceEnvVar names the directory a peer process writes its runtime
+// trace into (Spawn's traceDir); empty, it writes none.
+const TraceEnvVar = "PCOR_BENCH_TRACE"
+
+// TraceFile is the name of the runtime trace of process pid in a trace
+// directory: near-<pid>.trace for the measuring process, far-<pid>.trace
+// for a peer.
+func TraceFile(dir, side string, pid int) string {
+	return filepath.Join(dir, fmt.Sprintf("%s-%d.trace", side, pid))
+}
 
 // Serve runs jobs requested on in, one JSON request a line, answering on
 // out, until in ends or ctx is done. A running job is stopped on return.
