@@ -119,6 +119,9 @@ type peer struct {
 	// (relbundle.go), and flushTimer (guarded by mu) will send them.
 	flushArmed atomic.Bool
 	flushTimer *time.Timer
+	// behindSkips counts the looks at whether the destination is behind
+	// that a message deferred while others wait skipped (deferBehind).
+	behindSkips atomic.Uint32
 
 	rxmu     sync.Mutex
 	rx       rxStream

@@ -45,7 +45,7 @@ func (e *Engine) isend(r *Request) {
 	}
 	// A small posted copy for the reliable path may wait for more to
 	// bundle with while the destination is behind (relbundle.go).
-	behind := r.pooled && p.reliable.Load() && bundleable(r) && p.behind()
+	behind := r.pooled && p.reliable.Load() && bundleable(r) && p.deferBehind()
 	p.mu.Lock()
 	if err := p.tx.failed; err != nil {
 		p.mu.Unlock()
