@@ -34,3 +34,35 @@ func TestFreeList(t *testing.T) {
 		t.Fatalf("%d kept, want the bound 4", n)
 	}
 }
+
+// A free list that once held many objects and now serves few at a time
+// hands out the same few again (the ones put last), not every object it
+// keeps in turn: those are cold in the cache.
+func TestFreeListReusesRecent(t *testing.T) {
+	var l freeList[int]
+	const kept = 4 * takeRun
+	for range kept {
+		l.put(new(int), kept)
+	}
+	seen := map[*int]bool{}
+	var inUse []*int
+	for range 20 * kept {
+		x := l.get()
+		if x == nil {
+			t.Fatal("list ran out")
+		}
+		seen[x] = true
+		if inUse = append(inUse, x); len(inUse) == 8 {
+			for _, y := range inUse {
+				l.put(y, kept)
+			}
+			inUse = inUse[:0]
+		}
+	}
+	if len(seen) > takeRun+8 {
+		t.Fatalf("%d different objects handed out of %d kept, 8 in use at a time: want at most %d", len(seen), kept, takeRun+8)
+	}
+	if n := l.size(); n != kept {
+		t.Fatalf("%d kept, want %d", n, kept)
+	}
+}
