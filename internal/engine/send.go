@@ -40,8 +40,10 @@ func (e *Engine) isend(r *Request) {
 		r.complete(&UnreachableError{Proc: r.dstProc, Reason: "no route"})
 		return
 	}
-	if a := e.rndvAnnouncement(r, p); a != nil {
-		r = a // r waits for its receiver to read it
+	if e.rndvSized(r) {
+		if a := e.rndvAnnouncement(r, p); a != nil {
+			r = a // r waits for its receiver to read it
+		}
 	}
 	// A small posted copy for the reliable path may wait for more to
 	// bundle with while the destination is behind (relbundle.go).
