@@ -61,8 +61,9 @@ func (l *freeList[T]) get() *T {
 	return x
 }
 
-// put keeps x for reuse, unless max objects already wait to be swapped
-// in: a list keeps at most twice max (what get holds and what put does).
+// put keeps x for reuse, unless max objects already wait to be moved
+// in: a list keeps at most max and takeRun (what put holds and what get
+// moved over).
 func (l *freeList[T]) put(x *T, max int) {
 	l.retMu.Lock()
 	if len(l.ret) < max {
