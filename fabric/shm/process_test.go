@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 // reads slowly, and echoes the count it saw on standard output.
 func runRole(role string) int {
 	cfg := Config{Dir: os.Getenv("PCOR_SHM_TEST_DIR"), RingSize: MinRingSize, MaxDatagram: 4096}
-	if role == "echo" {
+	if role == "echo" || role == "echotaken" {
 		cfg = Config{Dir: cfg.Dir}
 	}
 	p, err := Listen(os.Getenv("PCOR_SHM_TEST_NAME"), cfg)
@@ -42,11 +42,14 @@ func runRole(role string) int {
 	}
 	fmt.Printf("READY %s\n", p.LocalEndpoint())
 	switch role {
-	case "echo":
+	case "echo", "echotaken":
 		to, err := p.ParseEndpoint(os.Getenv("PCOR_SHM_TEST_TO"))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
+		}
+		if role == "echotaken" {
+			return echoTakenPeer(p, to)
 		}
 		return echoPeer(p, to)
 	case "sender":
