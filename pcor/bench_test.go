@@ -270,7 +270,7 @@ func sendWindowed(ctx context.Context, b *testing.B, src, dst *pcor.Thread, msg 
 // round of as many messages is run, before the timer: the timed round
 // finds the pools and the threads' stacks as a steady stream would.
 func BenchmarkContention(b *testing.B) {
-	for _, n := range []int{1, 1000} {
+	for _, n := range []int{1, 10, 1000} {
 		b.Run(fmt.Sprintf("threads=%d", n), func(b *testing.B) {
 			// No unreachable verdict while a slow tool (callgrind) runs it.
 			a, c := udpPairSilence(b, pcor.Blocking, 10*time.Minute)
