@@ -33,6 +33,13 @@ const nilMCB = -1
 // mcb is a message control block: the attributes of one incoming message,
 // its reassembly state and, once complete, its place in the receive table.
 type mcb struct {
+	// What a small message's arrival, its receive and the block's reuse
+	// touch comes first: the first two cache lines hold all of it but
+	// its spare storage (the third line). At many threads' messages
+	// stored at once each block is cold when reached, so every line a
+	// small message touches is a miss; the block is 256 bytes, and the
+	// segments that hold the blocks are page aligned, so each block has
+	// four lines of its own.
 	idx   int32
 	hnext int32 // next in the bucket chain
 	tprev int32 // arrival list of the destination thread
@@ -45,20 +52,27 @@ type mcb struct {
 	fragSize uint32
 	nfrag    uint32
 	got      uint32
+	rndv     bool // a rendezvous announcement or done message (rndv.go)
+	// chunked says chunks is in use: a small message's block is cleared
+	// and put back without reading the line of chunks.
+	chunked bool
+
 	gotBytes uint64
 	reserved int64 // receive budget held: see Engine.reserve
-
 	// frags is the fragment bitmap of a message of up to wordFrags
 	// fragments, bits that of a longer one, in blocks of bitBlock bits.
 	// Most messages are of one fragment: in the block itself, their
 	// bitmap costs no line of its own to clear and set (the block and
 	// the slice that holds it were two more lines per message, cold when
 	// many threads' messages wait in the table).
-	frags  uint64
-	bits   [][]uint64         // fragment bitmap of a long message
-	chunks []*[chunkSize]byte // storage of a large message, filled as it arrives
-	data   []byte             // contiguous storage: small, owned or handed over
-	box    *[]byte            // the pool's box of a small data buffer
+	frags uint64
+	data  []byte  // contiguous storage: small, owned or handed over
+	box   *[]byte // the pool's box of a small data buffer
+	// owner is the posted receive that took this message when its first
+	// fragment arrived; the fragments are then placed straight into the
+	// receive's buffer.
+	owner *Request
+
 	// spare is the storage of the block's last small message, kept for
 	// its next (Engine.freeMCB): the pool's buffers are per CPU, and
 	// buffers taken by the thread that receives datagrams and given back
@@ -66,16 +80,13 @@ type mcb struct {
 	// through the pool's slow path each time.
 	spare    []byte
 	spareBox *[]byte
-
-	// owner is the posted receive that took this message when its first
-	// fragment arrived; the fragments are then placed straight into the
-	// receive's buffer.
-	owner *Request
 	// expBy is the port told to expect fragments of the message in the
 	// owner's buffer (placing.go), if any. p.rxmu guards it.
 	expBy *dispatcher
+	bits  [][]uint64 // fragment bitmap of a long message
 
-	rndv bool // a rendezvous announcement or done message (rndv.go)
+	chunks []*[chunkSize]byte // storage of a large message, filled as it arrives
+	_      [40]byte           // to 256 bytes (TestMCBLayout)
 }
 
 // wordFrags is the largest number of fragments whose bitmap is mcb.frags.
@@ -144,6 +155,7 @@ func (m *mcb) start(total uint64, fragSize uint32, nfrag uint32, pool *bufPool) 
 		m.data, m.box = pool.get(int(total))
 	} else {
 		m.chunks = make([]*[chunkSize]byte, (total+chunkSize-1)/chunkSize)
+		m.chunked = true
 	}
 }
 
@@ -218,6 +230,7 @@ func (m *mcb) unpin(src []byte, pool *bufPool) int64 {
 	}
 	m.data = nil
 	m.chunks = make([]*[chunkSize]byte, (m.total+chunkSize-1)/chunkSize)
+	m.chunked = true
 	n := int64(0)
 	for c := range m.chunks {
 		if m.chunkArrived(uint64(c)) {
@@ -272,7 +285,7 @@ func (m *mcb) copyTo(dst []byte) int {
 
 // bytes returns the message as one slice, assembling chunked storage.
 func (m *mcb) bytes() []byte {
-	if m.data == nil && m.chunks != nil {
+	if m.data == nil && m.chunked {
 		d := make([]byte, m.total)
 		m.copyTo(d)
 		m.releaseChunks()
@@ -289,6 +302,7 @@ func (m *mcb) releaseChunks() {
 		}
 	}
 	m.chunks = nil
+	m.chunked = false
 }
 
 // clear forgets the message, keeping small allocations for reuse.
@@ -313,7 +327,9 @@ func (m *mcb) clear() {
 	if len(m.bits) > 1 {
 		m.bits = nil
 	}
-	m.releaseChunks()
+	if m.chunked {
+		m.releaseChunks()
+	}
 	m.data, m.box = nil, nil
 	m.owner = nil
 	m.expBy = nil
@@ -416,7 +432,7 @@ func (p *mcbPool) get() *mcb {
 // receive and its buffer, a data buffer above a few KiB) is let go at
 // once; the rest is cleared when m is taken again.
 func (p *mcbPool) put(m *mcb) {
-	if m.chunks != nil {
+	if m.chunked {
 		m.releaseChunks()
 	}
 	m.owner = nil
