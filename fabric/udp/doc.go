@@ -11,6 +11,14 @@
 // Destination sockaddrs are encoded once, when an Endpoint is parsed, and
 // the Endpoint (always a pointer) carries them to every Send.
 //
+// A datagram sent alone, the leg of a ping-pong, goes by sendto instead,
+// through a socket of the port's own connected to its destination (one per
+// destination, for the first 64): the kernel then reuses the route it
+// resolved at connect rather than looking it up for every datagram. Such a
+// socket only sends, from the port's address and a port number of its own
+// (Port.Connected, Stats.ConnectedSends); what it refuses is sent again
+// through the port's socket.
+//
 // # GSO and GRO
 //
 // Where consecutive datagrams of a batch go to the same Endpoint and have the

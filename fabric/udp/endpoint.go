@@ -29,6 +29,7 @@ type Endpoint struct {
 	is4  bool
 	loop bool
 	mtu  atomic.Pointer[mtuEntry]
+	conn atomic.Pointer[connSock] // a port's socket connected here (connect.go)
 }
 
 // ParseEndpoint parses "ip:port" (IPv4 or IPv6 literal; no host names).

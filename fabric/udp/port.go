@@ -54,6 +54,13 @@ type Port struct {
 
 	probe *mtuProber
 
+	// Sockets connected to destinations (connect.go), by address; noConn
+	// is cached in the endpoints that get none.
+	connMu sync.Mutex
+	conns  map[netip.AddrPort]*connSock
+	noConn *connSock
+	netns  uint64 // network namespace of fd (SO_NETNS_COOKIE), 0: unknown
+
 	closeOnce sync.Once
 	closed    atomic.Bool
 
@@ -191,6 +198,9 @@ func (p *Port) setup() error {
 		p.probe.close()
 		return err
 	}
+	p.conns = make(map[netip.AddrPort]*connSock)
+	p.noConn = &connSock{port: p.id, fd: -1}
+	p.netns, _ = netnsCookie(p.fd)
 	p.rx = newReceiver(p)
 	p.sendPool.New = func() any { return newSender(p) }
 	return nil
@@ -306,6 +316,7 @@ func (p *Port) Close() error {
 		p.fdMu.Lock()
 		err = unix.Close(p.fd)
 		p.fd = -1
+		p.closeConns()
 		p.fdMu.Unlock()
 		p.probe.close()
 	})

@@ -187,8 +187,26 @@ func (p *Port) sendWhole(d *fabric.Datagram) (int, error) {
 
 // sendBuf sends the n bytes at b, datagram d, to ep with sendto.
 func (p *Port) sendBuf(d *fabric.Datagram, ep *Endpoint, b *byte, n int) (int, error) {
-	name, namelen, _ := ep.sockaddr(p.family)
 	st := &p.st
+	if n > 0 {
+		// Through the socket connected to ep, if any; whatever it
+		// refuses goes through the port's socket below.
+		if fd := p.connFor(ep); fd >= 0 {
+			for {
+				e := sendto(uintptr(fd), b, n, nil, 0)
+				st.sendCalls.Add(1)
+				if e == 0 {
+					st.sentDatagrams.Add(1)
+					st.connectedSends.Add(1)
+					return 1, nil
+				}
+				if e != unix.EINTR {
+					break
+				}
+			}
+		}
+	}
+	name, namelen, _ := ep.sockaddr(p.family)
 	for {
 		e := sendto(uintptr(p.fd), b, n, name, namelen)
 		st.sendCalls.Add(1)

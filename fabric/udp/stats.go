@@ -13,6 +13,9 @@ type Stats struct {
 	GSOFallbacks  uint64 // times the kernel refused GSO and the port turned it off
 	SendWaits     uint64 // times a Send met a full socket buffer and waited on the poller
 	SendDropped   uint64 // datagrams dropped on a per-destination error (unreachable, refused, ...)
+	// ConnectedSends counts the datagrams sent alone through a socket
+	// connected to their destination (see Port.Connected).
+	ConnectedSends uint64
 
 	RecvCalls     uint64 // recvmmsg system calls that returned data
 	RecvDatagrams uint64 // datagrams handed to the caller
@@ -31,7 +34,7 @@ type Stats struct {
 
 type stats struct {
 	sendCalls, sentDatagrams, gsoSends, gsoSegments, gsoFallbacks atomic.Uint64
-	sendWaits, sendDropped                                        atomic.Uint64
+	sendWaits, sendDropped, connectedSends                        atomic.Uint64
 	recvCalls, recvDatagrams, groBuffers, recvTruncated           atomic.Uint64
 	recvOverflows, interrupts                                     atomic.Uint64
 	placed, misplaced                                             atomic.Uint64
@@ -51,20 +54,21 @@ func (s *stats) noteOverflow(n uint32) {
 func (p *Port) Stats() Stats {
 	s := &p.st
 	return Stats{
-		SendCalls:     s.sendCalls.Load(),
-		SentDatagrams: s.sentDatagrams.Load(),
-		GSOSends:      s.gsoSends.Load(),
-		GSOSegments:   s.gsoSegments.Load(),
-		GSOFallbacks:  s.gsoFallbacks.Load(),
-		SendWaits:     s.sendWaits.Load(),
-		SendDropped:   s.sendDropped.Load(),
-		RecvCalls:     s.recvCalls.Load(),
-		RecvDatagrams: s.recvDatagrams.Load(),
-		GROBuffers:    s.groBuffers.Load(),
-		RecvTruncated: s.recvTruncated.Load(),
-		RecvOverflows: s.recvOverflows.Load(),
-		Interrupts:    s.interrupts.Load(),
-		Placed:        s.placed.Load(),
-		Misplaced:     s.misplaced.Load(),
+		SendCalls:      s.sendCalls.Load(),
+		SentDatagrams:  s.sentDatagrams.Load(),
+		GSOSends:       s.gsoSends.Load(),
+		GSOSegments:    s.gsoSegments.Load(),
+		GSOFallbacks:   s.gsoFallbacks.Load(),
+		SendWaits:      s.sendWaits.Load(),
+		SendDropped:    s.sendDropped.Load(),
+		ConnectedSends: s.connectedSends.Load(),
+		RecvCalls:      s.recvCalls.Load(),
+		RecvDatagrams:  s.recvDatagrams.Load(),
+		GROBuffers:     s.groBuffers.Load(),
+		RecvTruncated:  s.recvTruncated.Load(),
+		RecvOverflows:  s.recvOverflows.Load(),
+		Interrupts:     s.interrupts.Load(),
+		Placed:         s.placed.Load(),
+		Misplaced:      s.misplaced.Load(),
 	}
 }
