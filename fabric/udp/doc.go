@@ -17,7 +17,8 @@
 // resolved at connect rather than looking it up for every datagram. Such a
 // socket only sends, from the port's address and a port number of its own
 // (Port.Connected, Stats.ConnectedSends); what it refuses is sent again
-// through the port's socket.
+// through the port's socket. A lone receive (one datagram expected) is a
+// recvmsg rather than a recvmmsg of one.
 //
 // # GSO and GRO
 //

@@ -353,7 +353,11 @@ func (r *receiver) fill(count, how int, deadline int64) (int, error) {
 				locked = true
 				k = r.place(k)
 			}
-			n, e = recvmmsg(uintptr(r.p.fd), r.hdrs[:k], flags)
+			if k == 1 {
+				n, e = recvmsg(uintptr(r.p.fd), &r.hdrs[0], flags)
+			} else {
+				n, e = recvmmsg(uintptr(r.p.fd), r.hdrs[:k], flags)
+			}
 		}
 		switch e {
 		case 0:
