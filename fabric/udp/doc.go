@@ -47,8 +47,10 @@
 // no poller thread is woken first to hand the goroutine over (on a VM whose
 // idle vCPUs halt, each such hand-over costs tens of microseconds). Wait
 // is meant for a caller that drives the port while it waits for its own
-// message; Interrupt ends it, by an empty datagram the socket sends itself
-// (taken for an interrupt by its source address and never handed over).
+// message; Interrupt ends it, by a datagram the socket sends itself
+// holding the port's token, 16 random bytes drawn at Listen (taken for an
+// interrupt by its content and never handed over: receiving a datagram's
+// source address as well took about 80 ns more).
 // Deadlines bound the sleep through SO_RCVTIMEO. A Send that meets a full
 // socket buffer waits in poll(2) for room. Close shuts the socket down,
 // which wakes every call blocked on it (they return fabric.ErrClosed), and

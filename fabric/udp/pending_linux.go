@@ -9,7 +9,7 @@ import (
 var _ fabric.Pender = (*Port)(nil)
 
 // Pending reports whether a datagram waits in the socket's receive queue
-// (an Interrupt's empty one too). Any goroutine may call it: it peeks at
+// (an Interrupt's too). Any goroutine may call it: it peeks at
 // the queue without taking anything. Datagrams already received, waiting
 // in the port's buffers to be returned, are not counted.
 func (p *Port) Pending() bool {

@@ -4,6 +4,7 @@ package udp
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"net"
@@ -31,7 +32,8 @@ type Port struct {
 	fdMu   sync.RWMutex // read-held while fd is in use; Close write-holds it to close fd
 	family int          // AF_INET or AF_INET6
 	local  *Endpoint
-	wake   *Endpoint // where Interrupt sends its empty datagram (this socket)
+	wake   *Endpoint       // where Interrupt sends its datagram (this socket)
+	token  [tokenSize]byte // what Interrupt sends: random, drawn at Listen
 
 	wdeadline atomic.Int64 // send deadline, unix nanoseconds (0: none)
 
@@ -189,6 +191,9 @@ func (p *Port) setup() error {
 	}
 	if p.wake, err = endpointOf(netip.AddrPortFrom(wakeAddr(ap.Addr(), p.family), ap.Port())); err != nil {
 		return err
+	}
+	if _, err := rand.Read(p.token[:]); err != nil {
+		return fmt.Errorf("udp: interrupt token: %w", err)
 	}
 	p.gso.Store(gsoOK)
 	if p.probe, err = newMTUProber(p.family, ap.Addr().Unmap()); err != nil {

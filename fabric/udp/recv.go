@@ -39,7 +39,6 @@ type receiver struct {
 	p     *Port
 	hdrs  []unix.Mmsghdr
 	iovs  []unix.Iovec
-	names []unix.RawSockaddrInet6
 	buf   []byte
 	ctrl  []byte
 	cspc  int // control room per buffer
@@ -83,7 +82,6 @@ func newReceiver(p *Port) *receiver {
 		p:     p,
 		hdrs:  make([]unix.Mmsghdr, b),
 		iovs:  make([]unix.Iovec, b),
-		names: make([]unix.RawSockaddrInet6, b),
 		buf:   make([]byte, b*RecvBufferSize),
 		segs:  make([][]byte, 0, b*maxGSOSegments),
 		dirty: b,
@@ -104,7 +102,6 @@ func newReceiver(p *Port) *receiver {
 		h := &r.hdrs[i].Hdr
 		h.Iov = &r.iovs[i]
 		h.SetIovlen(1)
-		h.Name = (*byte)(unsafe.Pointer(&r.names[i]))
 		if r.cspc > 0 {
 			h.Control = &r.ctrl[i*r.cspc]
 		}
@@ -147,9 +144,9 @@ func (p *Port) Wait(msgs [][]byte, deadline time.Time) (int, error) {
 }
 
 // Interrupt makes a Wait or Park in progress return, or the next one if
-// none is: it sends the socket an empty datagram from itself, which
-// Receive, Poll, Park and Wait take for an interrupt and never hand over.
-// An interrupt taken by Receive or Poll is gone.
+// none is: it sends the socket a datagram holding the port's token (16
+// random bytes), which Receive, Poll, Park and Wait take for an interrupt
+// and never hand over. An interrupt taken by Receive or Poll is gone.
 func (p *Port) Interrupt() error {
 	if !p.use() {
 		return fabric.ErrClosed
@@ -157,7 +154,7 @@ func (p *Port) Interrupt() error {
 	defer p.fdMu.RUnlock()
 	name, namelen, _ := p.wake.sockaddr(p.family)
 	for {
-		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.fd), 0, 0, unix.MSG_DONTWAIT,
+		_, _, e := unix.Syscall6(unix.SYS_SENDTO, uintptr(p.fd), uintptr(unsafe.Pointer(&p.token[0])), tokenSize, unix.MSG_DONTWAIT,
 			uintptr(unsafe.Pointer(name)), uintptr(namelen))
 		switch e {
 		case 0:
@@ -306,7 +303,6 @@ func (r *receiver) fill(count, how int, deadline int64) (int, error) {
 			h := &r.hdrs[i].Hdr
 			h.SetControllen(r.cspc)
 			h.Flags = 0
-			h.Namelen = unix.SizeofSockaddrInet6
 		}
 		r.dirty = 0
 		if how != recvPoll {
@@ -338,7 +334,7 @@ func (r *receiver) fill(count, how int, deadline int64) (int, error) {
 				r.lead = nil
 				r.p.leading.Store(false)
 				r.p.placeMu.Unlock()
-				if fn != nil && n > 0 {
+				if fn != nil && n > 0 && !r.isToken(r.head, n) {
 					fn(r.head[:min(n, len(r.head))], n)
 				}
 				flags = unix.MSG_DONTWAIT
@@ -512,7 +508,8 @@ func (r *receiver) settle(i, n int, gro bool) bool {
 }
 
 // split turns the n filled buffers into datagrams, cutting GRO buffers at
-// their segment size and leaving out interrupts.
+// their segment size and leaving out interrupts (the port's token, whole in
+// its buffer: settle puts back a body received elsewhere).
 func (r *receiver) split(n int) {
 	var trunc, gro uint64
 	for i := range r.hdrs[:n] {
@@ -525,16 +522,16 @@ func (r *receiver) split(n int) {
 		if drops > 0 {
 			r.p.st.noteOverflow(drops)
 		}
-		if h.Len == 0 && r.fromSelf(i, int(h.Hdr.Namelen)) {
-			r.woken = true
-			continue
-		}
 		off := i * RecvBufferSize
 		if i < r.placing && r.settle(i, int(h.Len), seg > 0 && seg < int(h.Len)) {
 			r.segs = append(r.segs, r.buf[off:off+r.expHead:off+r.expHead])
 			continue
 		}
 		buf := r.buf[off : off+int(h.Len) : off+int(h.Len)]
+		if r.isToken(buf, len(buf)) {
+			r.woken = true
+			continue
+		}
 		if seg <= 0 || seg >= len(buf) {
 			r.segs = append(r.segs, buf)
 			continue
@@ -552,20 +549,6 @@ func (r *receiver) split(n int) {
 	if gro > 0 {
 		r.p.st.groBuffers.Add(gro)
 	}
-}
-
-// fromSelf reports whether buffer i came from this socket (an interrupt).
-func (r *receiver) fromSelf(i, namelen int) bool {
-	w := r.p.wake
-	sa := &r.names[i]
-	switch {
-	case sa.Family == unix.AF_INET && namelen >= unix.SizeofSockaddrInet4:
-		s4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
-		return w.is4 && s4.Port == w.sa4.Port && s4.Addr == w.sa4.Addr
-	case sa.Family == unix.AF_INET6 && namelen >= unix.SizeofSockaddrInet6:
-		return sa.Port == w.sa6.Port && sa.Addr == w.sa6.Addr
-	}
-	return false
 }
 
 // control reads buffer i's control messages: the GRO segment size (0 when
@@ -594,4 +577,13 @@ func (r *receiver) control(i, clen int) (seg int, drops uint32) {
 		off += unix.CmsgSpace(l - unix.CmsgLen(0))
 	}
 	return seg, drops
+}
+
+// tokenSize is the size of the port's interrupt token.
+const tokenSize = 16
+
+// isToken reports whether a datagram of n bytes, b its head, is an
+// interrupt: the port's token.
+func (r *receiver) isToken(b []byte, n int) bool {
+	return n == tokenSize && len(b) >= tokenSize && [tokenSize]byte(b) == r.p.token
 }

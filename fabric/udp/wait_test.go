@@ -3,6 +3,7 @@
 package udp
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -110,6 +111,51 @@ func TestWaitData(t *testing.T) {
 		got = append(got, rest...)
 	}
 	checkSame(t, dgs, got)
+}
+
+// TestInterruptToken: only a datagram holding the port's own token is an
+// interrupt; one of the token's size with other bytes (another port's
+// token among them), from any socket, is data, and so is the token of the
+// port inside a longer datagram.
+func TestInterruptToken(t *testing.T) {
+	a := listen(t, "127.0.0.1:0", Config{})
+	b := listen(t, "127.0.0.1:0", Config{})
+	to := endpoint(t, b)
+	other := a.token
+	other[0] ^= 1
+	dgs := []fabric.Datagram{
+		{Head: a.token[:], To: to},                                  // a's token: data to b
+		{Head: other[:], To: to},                                    // token-sized
+		{Head: b.token[:tokenSize-1], To: to},                       // b's token, short
+		{Head: b.token[:], Body: []byte{0}, To: to},                 // b's token, and more
+		{Head: b.token[:8], Body: b.token[8:], To: to},              // b's token: an interrupt
+		{Head: make([]byte, tokenSize), To: to},                     // zeros
+		{Head: append([]byte{^b.token[0]}, b.token[1:]...), To: to}, // b's token but its first byte
+	}
+	for _, d := range dgs {
+		if _, err := a.Send([]fabric.Datagram{d}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := append(append([]fabric.Datagram(nil), dgs[:4]...), dgs[5:]...)
+	checkSame(t, want, receiveN(t, b, len(want), 5*time.Second))
+	if n, err := b.Poll(make([][]byte, 8)); n != 0 || err != nil {
+		t.Fatalf("Poll after the data = %d, %v; want nothing", n, err)
+	}
+	if a.token == b.token {
+		t.Error("two ports drew the same token")
+	}
+	// A lead (Lead) is not shown an interrupt.
+	var shown [][]byte
+	b.Lead(func(dg []byte, n int) { shown = append(shown, bytes.Clone(dg)) })
+	b.Interrupt()
+	if n, err := b.Poll(make([][]byte, 8)); n != 0 || err != nil {
+		t.Fatalf("Poll of an interrupt = %d, %v", n, err)
+	}
+	b.Lead(nil)
+	if len(shown) != 0 {
+		t.Errorf("the lead was shown %q", shown)
+	}
 }
 
 func TestWaitDeadline(t *testing.T) {
