@@ -199,19 +199,26 @@ func TestPostedBoundInBytes(t *testing.T) {
 	}
 }
 
+// localEndpoints returns an engine with no port made with cfg (closed
+// when the test ends), a context of a minute, and its threads 1 and 2.
+func localEndpoints(t *testing.T, cfg Config) (*Engine, context.Context, *Endpoint, *Endpoint) {
+	t.Helper()
+	e, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return e, ctx, e.Endpoint(1), e.Endpoint(2)
+}
+
 // A small IsendCopy to a thread of this process is copied at once (into
 // the posted receive or as unexpected) and returns the shared done
 // request, allocating nothing; when no control block is left it is an
 // Isend that completes once a receive takes the message, in order.
 func TestIsendCopyLocal(t *testing.T) {
-	e, err := New(Config{Proc: 3, MCBs: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	src, dst := e.Endpoint(1), e.Endpoint(2)
+	_, ctx, src, dst := localEndpoints(t, Config{Proc: 3, MCBs: 4})
 	buf := make([]byte, 64)
 	// Unexpected: four control blocks, then the sends wait.
 	var waiting []*Request
@@ -276,14 +283,7 @@ func TestIsendCopyLocal(t *testing.T) {
 // by Send and IsendCopy alike (TooLargeError), however small, and one
 // within it is delivered; Send after Close fails with ErrClosed.
 func TestLocalSendMaxMessage(t *testing.T) {
-	e, err := New(Config{Proc: 3, MaxMessage: 100})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	src, dst := e.Endpoint(1), e.Endpoint(2)
+	e, ctx, src, dst := localEndpoints(t, Config{Proc: 3, MaxMessage: 100})
 	big := make([]byte, 101)
 	var tl *TooLargeError
 	if err := src.Send(ctx, 3, 2, 9, big); !errors.As(err, &tl) {
