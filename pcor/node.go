@@ -242,9 +242,10 @@ func (n *Node) Reprice() ([]routing.Link, error) {
 // goroutine of the node ends; a node made by Join then leaves the
 // directory. It is idempotent.
 //
-// The copies of messages Isend copied (or SendBuffered posted) that their
-// destination has not yet acknowledged are given a while to be first: at
-// most Config.UnreachableTimeout and no more than 2 s, as a program that
+// The copies of messages Isend copied (see Thread.Isend) that their
+// destination has not yet acknowledged are given a while to be
+// acknowledged first: at most Config.UnreachableTimeout and no more than
+// 2 s, as a program that
 // sends its last messages and closes expects them delivered. A
 // destination that holds them without taking them (out of room, its
 // threads not receiving) makes Close wait that long before the copies
