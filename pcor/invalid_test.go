@@ -166,3 +166,34 @@ func TestConfigNegative(t *testing.T) {
 		}
 	}
 }
+
+// TestSendUnknownProcess: a send to a process this node has no route to
+// (not joined yet, never added as a peer) fails at once, blocking or not,
+// with an *UnreachableError naming it whose text says why, not with
+// ErrNoPath (kept for members whose paths were lost).
+func TestSendUnknownProcess(t *testing.T) {
+	n, err := pcor.NewNode(pcor.Config{JobKey: 0x1234})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	th := n.NewThread()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	dst := pcor.Addr{Proc: 5, Thread: 0}
+	errs := map[string]error{
+		"Send":           th.Send(ctx, dst, 1, []byte("x")),
+		"Isend":          th.Isend(dst, 1, []byte("x")).Wait(ctx),
+		"Isend of 1 MiB": th.Isend(dst, 1, make([]byte, 1<<20)).Wait(ctx),
+	}
+	for what, err := range errs {
+		var ue *pcor.UnreachableError
+		if !errors.Is(err, pcor.ErrUnreachable) || !errors.As(err, &ue) || ue.Proc != 5 || errors.Is(err, pcor.ErrNoPath) {
+			t.Errorf("%s to a process never added: %v, want an UnreachableError for process 5 without ErrNoPath", what, err)
+			continue
+		}
+		if !strings.Contains(err.Error(), "not joined yet") {
+			t.Errorf("%s to a process never added: %q does not say the process may not have joined yet", what, err)
+		}
+	}
+}

@@ -37,7 +37,9 @@ func (e *Engine) isend(r *Request) {
 			r.complete(err)
 			return
 		}
-		r.complete(&UnreachableError{Proc: r.dstProc, Reason: "no route"})
+		// Never a peer: most often a member that has not joined yet
+		// (a send right after Join, before Directory().Wait).
+		r.complete(&UnreachableError{Proc: r.dstProc, Reason: "no route: not a peer of this process (not joined yet, or never added)"})
 		return
 	}
 	if e.rndvSized(r) {
