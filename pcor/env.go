@@ -23,6 +23,12 @@ const EnvPrices = "PCOR_PRICES"
 // from the measurements); the other fields of cfg (Node, OnEvent,
 // HeartbeatTimeout, Prices) are used as given. FromEnv(ctx, JoinConfig{})
 // is enough for a program started by pcorrun, Slurm or mpirun.
+//
+// As Join, FromEnv returns once this process has joined, not once the
+// others have: a send to a process that has not joined yet fails with
+// ErrUnreachable ("not joined yet"). A program that talks to every
+// process started waits for them first with
+// node.Directory().Wait(ctx, node.Directory().Size()).
 func FromEnv(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	env, err := directory.FromEnv()
 	if err != nil {

@@ -98,3 +98,49 @@ func ExampleErrTruncated() {
 	// true
 	// true
 }
+
+// A program started by a launcher (pcorrun -n 4 ./prog, srun, mpirun)
+// passes a token around a ring of every process started. FromEnv returns
+// once this process has joined; the Wait makes sure that every other has
+// too before the first send, which would otherwise fail with
+// ErrUnreachable. (Not run here: it needs a launcher's environment.)
+func ExampleFromEnv() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	node, err := pcor.FromEnv(ctx, pcor.JoinConfig{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer node.Close()
+	size := node.Directory().Size() // the number of processes started
+	if err := node.Directory().Wait(ctx, size); err != nil {
+		fmt.Println(err)
+		return
+	}
+	me := node.Proc()
+	next := pcor.Addr{Proc: (me + 1) % pcor.ProcID(size)}
+	prev := pcor.Addr{Proc: (me + pcor.ProcID(size) - 1) % pcor.ProcID(size)}
+	t := node.NewThread() // thread 0 of this process
+	if me == 0 {
+		err = t.Send(ctx, next, 1, []byte{0})
+		if err == nil {
+			var m pcor.Message
+			m, err = t.Recv(ctx, prev, 1)
+			if err == nil {
+				fmt.Printf("the token came back through %d processes\n", m.Data[0]+1)
+			}
+		}
+	} else {
+		var m pcor.Message
+		m, err = t.Recv(ctx, prev, 1)
+		if err == nil {
+			err = t.Send(ctx, next, 1, []byte{m.Data[0] + 1})
+		}
+	}
+	if errors.Is(err, pcor.ErrPeerDown) {
+		fmt.Println("a process of the ring went away:", err)
+	} else if err != nil {
+		fmt.Println(err)
+	}
+}

@@ -18,6 +18,11 @@ import (
 // fail; members no path reaches any more fail likewise with an
 // *UnreachableError wrapping ErrNoPath. Closing the node leaves the
 // directory.
+//
+// Join returns once this process is a member; the others join in their
+// own time, and a send to a process not yet a member fails with
+// ErrUnreachable. Directory().Wait(ctx, n) waits until n members are
+// present, with their routes.
 func Join(ctx context.Context, cfg JoinConfig) (*Node, error) {
 	if cfg.Coord == "" {
 		return nil, directory.ErrNoCoord
