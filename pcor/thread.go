@@ -139,7 +139,10 @@ const EagerLimit = engine.EagerLimit
 
 // Send sends data to dst with tag and returns once the destination process
 // has accepted the whole message (the same as Ssend). If ctx ends first
-// the send is cancelled.
+// the send is cancelled and Send returns ctx's error (or the send's outcome,
+// when it completed meanwhile). A send that can no longer be withdrawn (a
+// large message over shared memory, see Request.Cancel) holds Send past
+// ctx's end until the destination has read it or is found gone.
 func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
 	return t.send(ctx, dst, tag, data)
 }
@@ -149,7 +152,7 @@ func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error
 // destination acknowledges it at once, or, where data from it to this
 // process usually follows soon (a reply), with that data, and alone after
 // at most a fraction of a millisecond if none comes. Failures are reported
-// by Ssend itself. If ctx ends first the send is cancelled.
+// by Ssend itself. If ctx ends first the send is cancelled, as for Send.
 func (t *Thread) Ssend(ctx context.Context, dst Addr, tag Tag, data []byte) error {
 	return t.send(ctx, dst, tag, data)
 }
@@ -204,7 +207,8 @@ func (t *Thread) IrecvReuse(r *Request, src Addr, tag Tag, buf []byte) *Request 
 }
 
 // Recv receives a message from src (wildcards allowed) with tag (or
-// AnyTag). If ctx ends first the receive is withdrawn.
+// AnyTag). If ctx ends first the receive is withdrawn and Recv returns
+// ctx's error (or the message, when it arrived meanwhile).
 func (t *Thread) Recv(ctx context.Context, src Addr, tag Tag) (Message, error) {
 	return t.RecvInto(ctx, src, tag, nil)
 }
@@ -237,7 +241,8 @@ func (t *Thread) Iprobe(src Addr, tag Tag) (Status, bool) {
 	return status(st), ok
 }
 
-// Probe waits until a message matching src and tag is waiting.
+// Probe waits until a message matching src and tag is waiting, or until
+// ctx ends (ctx's error).
 func (t *Thread) Probe(ctx context.Context, src Addr, tag Tag) (Status, error) {
 	if err := t.badRecv(tag); err != nil {
 		return Status{}, err
@@ -256,8 +261,9 @@ func (r *Request) Test() (bool, error) {
 	return done, apiError(err)
 }
 
-// Wait blocks until the request completes or ctx ends; ending ctx stops
-// the wait only (see Cancel).
+// Wait blocks until the request completes or ctx ends, when it returns
+// ctx's error; ending ctx stops the wait only, the request goes on (see
+// Cancel).
 func (r *Request) Wait(ctx context.Context) error { return apiError(r.r.Wait(ctx)) }
 
 // Done delivers one value when the request completes; then Test and Wait
@@ -277,6 +283,13 @@ func (r *Request) Done() <-chan struct{} { return r.r.Done() }
 // or Wait report it done, the buffer may be reused. (A large message that
 // a receiver reads from this process's memory over shared memory, failed
 // by Close meanwhile, may still be read by that receiver.)
+//
+// A send of 256 KiB or more over shared memory (shm.Config.SingleCopyMin)
+// to a process that reads it straight from this process's memory (single
+// copy) cannot be withdrawn once the destination was told of it: Cancel
+// then has no effect, and the request completes when a receive there has
+// read the message, or with an error when that process goes down or this
+// node closes. A cancelled request completes with ErrCanceled.
 func (r *Request) Cancel() { r.r.Cancel() }
 
 // Message is the received message once a receive completed.
