@@ -35,7 +35,7 @@ func FromEnv(ctx context.Context, cfg JoinConfig) (*Node, error) {
 		return nil, err
 	}
 	if !env.HasJobKey {
-		return nil, directory.ErrNoJobKey
+		return nil, errNoLauncher{}
 	}
 	ls, cs, err := ParseListenCosts(env.Listen)
 	if err != nil {
@@ -67,4 +67,18 @@ func ParsePriceEvery(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("pcor: %s=%q: want a positive duration such as 30s, or off", EnvPrices, s)
 	}
 	return d, nil
+}
+
+// errNoLauncher is FromEnv's error in an environment that gives no job
+// key: the program was most likely not started by a launcher. It matches
+// ErrNoJobKey and directory.ErrNoJobKey.
+type errNoLauncher struct{}
+
+func (errNoLauncher) Error() string {
+	return "pcor: FromEnv: no job key: PCOR_JOBKEY is not set and no Slurm or MPI job was found " +
+		"(start the program with pcorrun, srun or mpirun)"
+}
+
+func (errNoLauncher) Is(target error) bool {
+	return target == ErrNoJobKey || target == directory.ErrNoJobKey
 }

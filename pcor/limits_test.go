@@ -3,10 +3,14 @@ package pcor_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pcor-go/pcor/directory"
 	"github.com/pcor-go/pcor/pcor"
 )
 
@@ -81,5 +85,30 @@ func TestJobKeyZeroRefused(t *testing.T) {
 	defer cancel()
 	if _, err := pcor.Join(ctx, pcor.JoinConfig{Coord: "127.0.0.1:1"}); !errors.Is(err, pcor.ErrNoJobKey) {
 		t.Fatalf("Join without a job key: %v", err)
+	}
+}
+
+// FromEnv in an environment no launcher set (no PCOR_JOBKEY, no Slurm or
+// MPI job) fails with ErrNoJobKey, as NewNode and Join do, and says how
+// to start the program. The check runs in a child with an empty
+// environment, so that the test's own (a CI under Slurm) cannot hide it.
+func TestFromEnvWithoutLauncher(t *testing.T) {
+	if os.Getenv("PCOR_TEST_FROMENV_CHILD") == "1" {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		n, err := pcor.FromEnv(ctx, pcor.JoinConfig{})
+		if err == nil {
+			n.Close()
+		}
+		if !errors.Is(err, pcor.ErrNoJobKey) || !errors.Is(err, directory.ErrNoJobKey) || !strings.Contains(err.Error(), "pcorrun") {
+			fmt.Printf("FromEnv without a launcher: %v, want ErrNoJobKey naming pcorrun\n", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFromEnvWithoutLauncher$")
+	cmd.Env = []string{"PCOR_TEST_FROMENV_CHILD=1"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("child: %v\n%s", err, out)
 	}
 }
