@@ -43,7 +43,7 @@ func smokeRun(ctx context.Context, base string, set tiles.Set, win view.Window, 
 		lt, ct = append(lt, ld), append(ct, cd)
 	}
 	lm, cm := median(lt), median(ct)
-	fmt.Printf("smoke: %d-tile view (paper region %s in %dx%d): %s %.1f ms, local threads %.1f ms, ratio %.2fx (median of %d, same pixels)\n",
+	fmt.Printf("smoke: %d-tile view (paper region %s in %dx%d): %s %.1f ms, local threads %.1f ms, cluster/local %.2fx (median of %d, same pixels)\n",
 		len(p.Tiles), pr.Name, p.Size.X, p.Size.Y, kind, ms(cm), ms(lm), float64(cm)/float64(lm), reps)
 
 	c := &http.Client{Timeout: 2 * time.Minute}
