@@ -48,7 +48,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/trace"
+	"time"
 
 	"github.com/pcor-go/pcor/bench/internal/peer"
 )
@@ -148,9 +150,24 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer stop()
 	}
+	// Every wait of a measurement ends with its context (--timeout): a
+	// command still running a minute past it hangs in something that
+	// does not heed it (a close, a system call, a peer process that is
+	// not reaped). Say where, and end with an error.
+	wd := time.AfterFunc(o.timeout+time.Minute, func() { hung(stderr, o.timeout+time.Minute) })
+	defer wd.Stop()
 	res, err := measure(ctx, o, stderr)
 	if err != nil {
 		return err
 	}
 	return output(o, res, stdout)
+}
+
+// hung reports a command that ran d, past its --timeout: every goroutine's
+// stack, then exit status 3.
+func hung(stderr io.Writer, d time.Duration) {
+	buf := make([]byte, 4<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	fmt.Fprintf(stderr, "bench: still running %v after it started, past --timeout: hung; goroutines:\n%s\n", d, buf)
+	os.Exit(3)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"time"
 
 	"github.com/pcor-go/pcor/bench/internal/pb"
@@ -266,6 +267,9 @@ func (r *runner) interleave(ctx context.Context, ss []sampler, col *collector) e
 				r.prog.Set("%s %s %s (sample %d/%d)", o.cmd, s.name, sizes.Format(size), rep+1, o.reps)
 				c, cancel := r.step(ctx)
 				out, err := s.sample(c, size)
+				if err != nil && c.Err() != nil && ctx.Err() == nil {
+					r.stalled(s.name, size, err)
+				}
 				cancel()
 				col.add(s.name, size, 0, out, err)
 				if err != nil {
@@ -278,6 +282,19 @@ func (r *runner) interleave(ctx context.Context, ss []sampler, col *collector) e
 		}
 	}
 	return nil
+}
+
+// stalled reports a sample that took its whole step (a wait that no
+// error ended): the stacks of this process's goroutines go to stderr, once
+// a command, to show what it waited for.
+func (r *runner) stalled(series string, size int, err error) {
+	fmt.Fprintf(r.stderr, "bench: %s at %s took its whole step (%v): %v\n", series, sizes.Format(size), 2*time.Minute+40*r.o.duration, err)
+	if r.dumped {
+		return
+	}
+	r.dumped = true
+	buf := make([]byte, 4<<20)
+	fmt.Fprintf(r.stderr, "bench: goroutines:\n%s\n", buf[:runtime.Stack(buf, true)])
 }
 
 // itersFor scales the round-trip count down above 64 KiB (as OSU does).

@@ -18,6 +18,10 @@
 #            the 2 B round trip and the 64 KiB and 1 MiB streams, both modes)
 #   -o LOG   the guest's output (default /tmp/rdma-ab.log)
 #   -s       boot nothing: summarize the LOG of an earlier run (-o)
+#   -t SECS  bound on each bench command in the guest (default 600): one
+#            still running then is reported as a hang ("!!! timed out",
+#            with kernel and goroutine stacks, see rdma-guard.sh) and
+#            killed, and the run goes on
 #   -T       also count each system call and context switch of the whole
 #            guest during each command (tracefs histograms): the summary
 #            then gives, per variant, the median count per command run of
@@ -27,7 +31,9 @@
 #            pcor's own.
 #
 # Build the binaries with CGO_ENABLED=0 go build -o DIR/bench-x ./bench
-# (one per tree). Env: PCOR_RDMA_VM, RDMA_VM_TIMEOUT (default 1500).
+# (one per tree). The guest's kernel console is kept beside LOG
+# (LOG.console): soft lockups and the sysrq dumps of a hang land there.
+# Env: PCOR_RDMA_VM, RDMA_VM_TIMEOUT (default 1500).
 set -Eeuo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -37,20 +43,22 @@ CMDS="roundtrip --fabric rdma --mode blocking,polling --sizes 2 --iters 300 --re
 LOG=/tmp/rdma-ab.log
 TRACE=0
 SUMMARY=0
-while getopts "r:c:o:Tsh" opt; do
+CMD_TIMEOUT=600
+while getopts "r:c:o:t:Tsh" opt; do
 	case $opt in
 	r) ROUNDS=$OPTARG ;;
 	c) CMDS=$OPTARG ;;
 	o) LOG=$OPTARG ;;
+	t) CMD_TIMEOUT=$OPTARG ;;
 	T) TRACE=1 ;;
 	s) SUMMARY=1 ;;
-	*) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
+	*) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
 	esac
 done
 shift $((OPTIND - 1))
 [ $# -ge 1 ] || { echo "rdma-ab.sh: give NAME=BINARY pairs" >&2; exit 2; }
 
-names=() files=()
+names=() files=(-f "$ROOT/bench/rdma-guard.sh")
 for a in "$@"; do
 	names+=("${a%%=*}")
 	files+=(-f "${a#*=}")
@@ -59,6 +67,7 @@ base=()
 for a in "$@"; do base+=("$(basename "${a#*=}")"); done
 
 guest="cd /payload
+. ./rdma-guard.sh
 mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 T=/sys/kernel/tracing
 H1='hist:keys=id.syscall:vals=hitcount:sort=hitcount.descending:size=256'
@@ -87,7 +96,17 @@ for r in \$(seq 1 $ROUNDS); do
 			echo \"### round \$r variant \$name: \$c\"
 			trace ''
 			hw0=\$(rxe)
-			./\$bin \$c 2>/tmp/err || { echo \"!!! failed\"; tail -5 /tmp/err; }
+			t0=\$(cut -d' ' -f1 /proc/uptime)
+			bounded $CMD_TIMEOUT ./\$bin \$c 2>/tmp/err
+			rc=\$?
+			echo \"### took \$t0 -> \$(cut -d' ' -f1 /proc/uptime) s (guest uptime), status \$rc\"
+			if [ \$rc = 124 ]; then
+				echo '### stderr (goroutines at SIGQUIT)'; tail -n 800 /tmp/err
+			elif [ \$rc != 0 ]; then
+				echo \"!!! failed (status \$rc)\"; tail -n 400 /tmp/err
+			elif grep -q 'took its whole step' /tmp/err; then
+				echo '### stalled samples'; tail -n 400 /tmp/err
+			fi
 			echo \"### rxe \$hw0 -> \$(rxe)\"
 			if [ $TRACE = 1 ]; then
 				echo '### syscalls'; grep -E '^\\{ id:' \$T/events/raw_syscalls/sys_enter/hist
@@ -96,12 +115,14 @@ for r in \$(seq 1 $ROUNDS); do
 			fi
 		done
 	done
-done"
+done
+echo '### kernel log: warnings'
+dmesg | grep -iE 'lockup|rcu_|hung|BUG|WARNING|rxe|Call Trace' | tail -n 60"
 
 if [ "$SUMMARY" = 0 ]; then
 	echo "rdma-ab.sh: host load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 	start=$(date +%s)
-	"$VM" -m 2G -t "${RDMA_VM_TIMEOUT:-1500}" "${files[@]}" -- "$guest" >"$LOG" || { echo "rdma-ab.sh: guest failed, see $LOG" >&2; exit 1; }
+	RDMA_VM_KEEP_CONSOLE=$LOG.console "$VM" -m 2G -t "${RDMA_VM_TIMEOUT:-1500}" "${files[@]}" -- "$guest" >"$LOG" || { echo "rdma-ab.sh: guest failed, see $LOG" >&2; exit 1; }
 	echo "rdma-ab.sh: guest took $(($(date +%s) - start)) s; host load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 fi
 

@@ -21,7 +21,10 @@
 # TCG timings are emulation timings: only ratios within the one run mean
 # anything. Env: PCOR_RDMA_VM (the VM runner, default
 # ../shared/rdma-vm/run.sh beside the repository), RDMA_VM_TIMEOUT,
-# RDMA_VM_LOG (the guest's output, default /tmp/bench-rdma-vm.log).
+# RDMA_VM_CMD_TIMEOUT (bound on each bench command in the guest, default
+# 600 s: one still running then is reported as a hang, see rdma-guard.sh),
+# RDMA_VM_LOG (the guest's output, default /tmp/bench-rdma-vm.log; the
+# guest's kernel console goes beside it, LOG.console).
 set -Eeuo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -33,6 +36,7 @@ REPS=5
 WARMUP=10
 MODES=blocking,polling
 UDP=1
+CMD_TIMEOUT=${RDMA_VM_CMD_TIMEOUT:-600}
 while getopts "o:n:i:r:w:m:uh" opt; do
 	case $opt in
 	o) OUT=$OPTARG ;;
@@ -42,7 +46,7 @@ while getopts "o:n:i:r:w:m:uh" opt; do
 	w) WARMUP=$OPTARG ;;
 	m) MODES=$OPTARG ;;
 	u) UDP=0 ;;
-	*) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
+	*) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
 	esac
 done
 
@@ -56,8 +60,12 @@ cp "$VM/examples/perftest-loopback.sh" "$work/"
 
 # bench writes its tables to stdout; stderr goes to a file (no progress line
 # on the serial console) and is shown only when the command fails.
-b() { echo "### bench $*"; echo "\$ ./bench $*"; ./bench "$@" $BENCH_OPTS 2>/tmp/bench.err || { echo "!!! bench $* failed:"; cat /tmp/bench.err; }; }
+# Each runs under a time bound (rdma-guard.sh): a hang is reported with
+# the kernel's and the Go runtime's stacks, and the boot goes on.
+b() { echo "### bench $*"; echo "\$ ./bench $*"; bounded $CMD_TIMEOUT ./bench "$@" $BENCH_OPTS 2>/tmp/bench.err || { echo "!!! bench $* failed:"; tail -n 800 /tmp/bench.err; }; }
 guest="cd /payload
+. ./rdma-guard.sh
+CMD_TIMEOUT=$CMD_TIMEOUT
 BENCH_OPTS='--reps $REPS --warmup $WARMUP'
 $(declare -f b)
 echo \"### host load: $(cut -d' ' -f1-3 /proc/loadavg)\"
@@ -77,7 +85,7 @@ fi
 log=${RDMA_VM_LOG:-/tmp/bench-rdma-vm.log}
 status=0
 start=$(date +%s)
-"$VM/run.sh" -m 2G -t "${RDMA_VM_TIMEOUT:-900}" -f "$work/perftest-loopback.sh" -f "$work/bench" -- "$guest" | tee "$log" || status=$?
+RDMA_VM_KEEP_CONSOLE=$log.console "$VM/run.sh" -m 2G -t "${RDMA_VM_TIMEOUT:-900}" -f "$work/perftest-loopback.sh" -f "$work/bench" -f "$ROOT/bench/rdma-guard.sh" -- "$guest" | tee "$log" || status=$?
 if [ "$status" != 0 ]; then
 	echo "rdma-vm.sh: guest run failed (status $status)" >&2
 	exit "$status"

@@ -35,6 +35,7 @@ type runner struct {
 	jobKey uint64
 	prog   *progress.Line
 	stderr io.Writer
+	dumped bool // stalled wrote the goroutines' stacks
 }
 
 func newRunner(o options, stderr io.Writer) (*runner, error) {

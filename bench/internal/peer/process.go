@@ -167,19 +167,27 @@ func (p *Process) Stop(ctx context.Context) error {
 	return err
 }
 
+// reapWait bounds the wait for a killed peer process to end.
+const reapWait = 30 * time.Second
+
 func (p *Process) kill() {
 	p.cmd.Process.Kill()
 }
 
 // Close ends the peer process: it exits when its stdin closes; after five
-// seconds it is killed.
+// seconds it is killed. A process that SIGKILL does not end within
+// reapWait (stuck in the kernel) is left behind, and Close says so.
 func (p *Process) Close() error {
 	p.in.Close()
 	select {
 	case <-p.done:
 	case <-time.After(5 * time.Second):
 		p.kill()
-		<-p.done
+		select {
+		case <-p.done:
+		case <-time.After(reapWait):
+			return fmt.Errorf("peer: process %d did not exit, nor end %v after SIGKILL (stuck in the kernel?)", p.Pid(), reapWait)
+		}
 		return errors.New("peer: process did not exit; killed")
 	}
 	var ee *exec.ExitError
