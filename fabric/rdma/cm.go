@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -234,8 +235,15 @@ func (p *Port) cmAccept(m cmMsg) {
 		var err error
 		c, err = p.newConnLocked()
 		if err != nil {
+			full := errors.Is(err, errPoolFull)
+			err = fmt.Errorf("%w: cannot accept its connection: %v", ErrPeerLost, err)
+			p.noteCauseLocked(key.ep, err)
+			p.lastFailure.Store(&err)
 			p.mu.Unlock()
 			p.stats.handshakeFailures.Add(1)
+			if full {
+				p.cmSend(m.from, &cmMsg{kind: cmRej, reason: rejFull, key: m.key, qp: verbs.Remote{QPN: p.udAddr.qpn}, peer: m.qp.QPN})
+			}
 			return
 		}
 		c.ep, c.to, c.key = key.ep, m.from, key
@@ -293,6 +301,9 @@ func (p *Port) dial(c *conn, ep string) error {
 			t.Stop()
 			if m.from != to {
 				continue
+			}
+			if m.kind == cmRej && m.reason == rejFull {
+				return fmt.Errorf("rdma: %s refused the connection: its receive buffer pool is at its limit (Config.MaxRecvBuffers)", ep)
 			}
 			if m.kind == cmRej {
 				return fmt.Errorf("%w: %s refused the connection", ErrForeignJob, ep)

@@ -20,10 +20,17 @@ type Config struct {
 	// A pcor node sets it to its own job key (SetJobKey).
 	JobKey uint64
 
-	RecvBuffers int // 64 KiB receive buffers in the pool; default 256
+	RecvBuffers int // 64 KiB receive buffers in the pool at first; default 256
 	RecvPerPeer int // receive buffers posted on each peer QP; default 32
 	SendBuffers int // 64 KiB send buffers in the pool; default 128
 	SendDepth   int // outstanding sends per QP; default 64
+	// MaxRecvBuffers bounds the receive pool, which grows by RecvPerPeer
+	// buffers (2 MiB by default) for each peer that connects once the
+	// pool has too few free for it; default 4096 (256 MiB, 128 peers),
+	// and at most what the device's completion queues hold. A peer that
+	// would need more fails to connect ("receive buffer pool at its
+	// limit").
+	MaxRecvBuffers int
 
 	// RegCacheBytes bounds the message buffers whose registration is kept
 	// after use (and which stay referenced meanwhile); default 256 MiB.
@@ -101,6 +108,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RecvPerPeer > c.RecvBuffers {
 		c.RecvPerPeer = c.RecvBuffers
+	}
+	if c.MaxRecvBuffers <= 0 {
+		c.MaxRecvBuffers = 4096
+	}
+	if c.MaxRecvBuffers < c.RecvBuffers {
+		c.MaxRecvBuffers = c.RecvBuffers
 	}
 	if c.SendBuffers <= 0 {
 		c.SendBuffers = 128

@@ -1,6 +1,7 @@
 package rdma
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -147,11 +148,8 @@ func (p *Port) newConnLocked() (*conn, error) {
 	if p.closed.Load() {
 		return nil, errClosed
 	}
-	p.rxMu.Lock()
-	free := len(p.recv.free)
-	p.rxMu.Unlock()
-	if free < p.cfg.RecvPerPeer {
-		return nil, fmt.Errorf("rdma: receive buffer pool exhausted (%d free, %d needed per peer): raise Config.RecvBuffers", free, p.cfg.RecvPerPeer)
+	if err := p.growRecv(); err != nil {
+		return nil, err
 	}
 	qp, err := p.pd.CreateQP(p.sendCQ, p.recvCQ, verbs.QPCaps{
 		MaxSendWR: uint32(p.cfg.SendDepth), MaxRecvWR: uint32(p.cfg.RecvPerPeer),
@@ -183,6 +181,32 @@ func (p *Port) newConnLocked() (*conn, error) {
 	p.byQPN[qp.QPN] = c
 	p.all = append(p.all, c)
 	return c, nil
+}
+
+// errPoolFull: a port has no receive buffers for one more peer.
+var errPoolFull = errors.New("rdma: receive buffer pool at its limit (Config.MaxRecvBuffers)")
+
+// growRecv makes room in the receive pool for one more peer's
+// RecvPerPeer receives: when fewer are free, it registers more buffers,
+// up to Config.MaxRecvBuffers. It runs under p.mu.
+func (p *Port) growRecv() error {
+	p.rxMu.Lock()
+	defer p.rxMu.Unlock()
+	for len(p.recv.free) < p.cfg.RecvPerPeer {
+		if p.recv.n+p.cfg.RecvPerPeer > p.cfg.MaxRecvBuffers {
+			return fmt.Errorf("%w (%d buffers, %d free, %d needed per peer)", errPoolFull, p.recv.n, len(p.recv.free), p.cfg.RecvPerPeer)
+		}
+		if err := p.recv.grow(p.pd, p.cfg.RecvPerPeer, verbs.AccessLocalWrite); err != nil {
+			return err
+		}
+		p.recvOwner = append(p.recvOwner, make([]*conn, p.cfg.RecvPerPeer)...)
+		// ready never outgrows its backing array (no allocation as
+		// datagrams come).
+		rb := make([]readyDg, len(p.ready), p.recv.n)
+		copy(rb, p.ready)
+		p.readyBuf, p.ready = rb, rb
+	}
+	return nil
 }
 
 // connect brings both QPs to RTS towards the peer's.

@@ -19,13 +19,16 @@
 // datagrams to a lost peer are dropped, counted and reported
 // (OnPeerLost).
 //
-// Receive buffers come from a registered pool of 64 KiB buffers; each
-// peer QP keeps Config.RecvPerPeer of them posted, and a consumed buffer is
-// replaced at once from the pool (also while the consumer is blocked in
-// Send), so that two processes sending to each other never wait on each
-// other's receive rings. Send copies Head and Body into one registered
-// send buffer, or gathers a Body that lies in memory from Port.Alloc as a
-// second scatter/gather element without copying it.
+// Receive buffers come from a registered pool of 64 KiB buffers, which
+// grows by Config.RecvPerPeer buffers for each peer that connects once too
+// few are free, up to Config.MaxRecvBuffers (a peer past that is refused
+// and told why). Each peer QP keeps Config.RecvPerPeer of them posted,
+// and a consumed buffer is replaced at once from the pool (also while the
+// consumer is blocked in Send), so that two processes sending to each
+// other never wait on each other's receive rings. Send copies Head and
+// Body into one registered send buffer, or gathers a Body that lies in
+// memory from Port.Alloc as a second scatter/gather element without
+// copying it.
 //
 // The package is layered in small files: config.go, pool.go, handshake.go,
 // cm.go, conn.go, port.go, send.go, recv.go, hold.go, rma.go and

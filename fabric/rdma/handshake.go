@@ -54,10 +54,12 @@ func validQPN(q uint32) bool { return q > 1 && q <= 0xffffff }
 // has, and is sent to every peer by Close. Every message carries the job
 // key of the port that sent it (Config.JobKey): a port handles only
 // messages of its own job, and answers a REQ of another with REJ (which
-// carries the REQ's key, so that its dialer gives up at once). Layout
-// (big-endian, 60 bytes):
+// carries the REQ's key, so that its dialer gives up at once). A port
+// that cannot take one more peer (its receive pool at
+// Config.MaxRecvBuffers) answers REJ with reason rejFull and its own key.
+// Layout (big-endian, 60 bytes):
 //
-//	magic[8] "PCRDMA04" | kind u8 | pad[3] | job key u64 | gid[16] |
+//	magic[8] "PCRDMA04" | kind u8 | reason u8 | pad[2] | job key u64 | gid[16] |
 //	ud qpn u32 | qpn u32 | psn u32 | rma qpn u32 | rma psn u32 | peer qpn u32
 //
 // gid and ud qpn are the sender's endpoint; qpn and psn (and rma qpn and
@@ -75,16 +77,23 @@ const (
 	cmPing = 3
 	cmPong = 4
 	cmGone = 5
-	cmRej  = 6 // a REQ refused: it came from another job
+	cmRej  = 6 // a REQ refused: it came from another job, or (rejFull) the port has no room
+)
+
+// Reasons of a REJ.
+const (
+	rejForeign = 0 // the REQ came from another job
+	rejFull    = 1 // the port's receive buffer pool is at its limit
 )
 
 type cmMsg struct {
-	kind uint8
-	key  uint64 // the job key
-	from udAddr
-	qp   verbs.Remote // GID is from.gid
-	rma  verbs.Remote
-	peer uint32
+	kind   uint8
+	reason uint8  // of a REJ
+	key    uint64 // the job key
+	from   udAddr
+	qp     verbs.Remote // GID is from.gid
+	rma    verbs.Remote
+	peer   uint32
 }
 
 // ErrHandshake is returned for a malformed or foreign connection-manager
@@ -93,7 +102,7 @@ var ErrHandshake = errors.New("rdma: bad handshake")
 
 func (m *cmMsg) marshal(b []byte) []byte {
 	b = append(b, cmMagic...)
-	b = append(b, m.kind, 0, 0, 0)
+	b = append(b, m.kind, m.reason, 0, 0)
 	b = binary.BigEndian.AppendUint64(b, m.key)
 	b = append(b, m.from.gid[:]...)
 	b = binary.BigEndian.AppendUint32(b, m.from.qpn)
@@ -113,6 +122,7 @@ func parseCMMsg(b []byte) (cmMsg, error) {
 	}
 	var m cmMsg
 	m.kind = b[8]
+	m.reason = b[9]
 	m.key = binary.BigEndian.Uint64(b[12:])
 	copy(m.from.gid[:], b[20:36])
 	m.from.qpn = binary.BigEndian.Uint32(b[36:])

@@ -27,6 +27,10 @@ func TestCMMsgRoundTrip(t *testing.T) {
 	if got, err := parseCMMsg(rej.marshal(nil)); err != nil || got != rej {
 		t.Fatalf("REJ parses as %+v, %v", got, err)
 	}
+	rej.reason = rejFull
+	if got, err := parseCMMsg(rej.marshal(nil)); err != nil || got != rej {
+		t.Fatalf("REJ (full) parses as %+v, %v", got, err)
+	}
 	bad := func(f func(c *cmMsg)) []byte {
 		c := m
 		f(&c)

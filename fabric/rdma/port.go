@@ -193,7 +193,13 @@ func Listen(cfg Config) (p *Port, err error) {
 	p.sentTo = map[string]*conn{}
 	p.sendWC = make([]verbs.WC, 64)
 	p.recvWC = make([]verbs.WC, 64)
-	if p.recvCQ, err = p.ctx.CreateCQ(cfg.RecvBuffers+16, true); err != nil {
+	// The receive CQ holds a completion of every buffer the pool may
+	// grow to.
+	attr, qerr := p.ctx.QueryDevice()
+	if qerr == nil && attr.MaxCQE > 0 && int(attr.MaxCQE)-16 < p.cfg.MaxRecvBuffers {
+		p.cfg.MaxRecvBuffers = max(int(attr.MaxCQE)-16, cfg.RecvBuffers)
+	}
+	if p.recvCQ, err = p.ctx.CreateCQ(p.cfg.MaxRecvBuffers+16, true); err != nil {
 		return nil, err
 	}
 	if p.sendCQ, err = p.ctx.CreateCQ(cfg.SendBuffers+16, true); err != nil {
@@ -205,7 +211,7 @@ func Listen(cfg Config) (p *Port, err error) {
 	p.rmaOps = map[uint64]*rmaOp{}
 	p.probes = map[uint64]*conn{}
 	limit := cfg.MaxRegions
-	if attr, err := p.ctx.QueryDevice(); err == nil && attr.MaxMR > 0 {
+	if qerr == nil && attr.MaxMR > 0 {
 		// Leave room for the pools and Alloc'd regions.
 		if dev := int(attr.MaxMR) / 2; limit > dev {
 			limit = dev
@@ -386,7 +392,7 @@ func (p *Port) Close() error {
 		p.allocs = nil
 		for _, pl := range []*pool{p.send, p.recv} {
 			if pl != nil {
-				pl.mr.Close()
+				pl.close()
 			}
 		}
 		if p.pd != nil {
