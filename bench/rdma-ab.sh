@@ -68,6 +68,7 @@ for a in "$@"; do base+=("$(basename "${a#*=}")"); done
 
 guest="cd /payload
 . ./rdma-guard.sh
+guard_clock
 mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || true
 T=/sys/kernel/tracing
 H1='hist:keys=id.syscall:vals=hitcount:sort=hitcount.descending:size=256'
@@ -116,6 +117,7 @@ for r in \$(seq 1 $ROUNDS); do
 		done
 	done
 done
+guard_clock check
 echo '### kernel log: warnings'
 dmesg | grep -iE 'lockup|rcu_|hung|BUG|WARNING|rxe|Call Trace' | tail -n 60"
 

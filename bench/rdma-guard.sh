@@ -81,3 +81,28 @@ bounded() {
 	rm -f "$guard_flag"
 	return $guard_rc
 }
+
+# guard_clock checks the guest's clock against the RTC, which qemu keeps
+# in the host's time. Under a heavily loaded host the kernel can calibrate
+# the TSC wrongly at boot (one boot's clock ran 5x the host's: 6,317 s of
+# uptime in 1,205 s), and then every timeout in the guest is that much
+# shorter in fact: the transport's ACK timeout, pcor's peer timeouts,
+# bench's --timeout. The system time starts from the RTC at boot; a clock
+# ahead of (or behind) it by more than a fifth of the uptime is switched
+# to the HPET clocksource (emulated against the host's clock; slower to
+# read), and the lines "### guest clock" say so.
+guard_clock() {
+	[ -n "${RDMA_VM_DEV:-}" ] || return 0 # only in the guest
+	cs=/sys/devices/system/clocksource/clocksource0
+	rtc=$(cat /sys/class/rtc/rtc0/since_epoch 2>/dev/null) || return 0
+	now=$(date +%s)
+	up=$(cut -d. -f1 /proc/uptime)
+	d=$((now - rtc))
+	echo "### guest clock: uptime ${up} s, system time ahead of the RTC by ${d} s, clocksource $(cat $cs/current_clocksource 2>/dev/null)"
+	[ "${1:-}" = check ] && return 0
+	a=${d#-}
+	if [ $((a * 5)) -gt "$up" ] && grep -qw hpet $cs/available_clocksource 2>/dev/null; then
+		echo hpet >$cs/current_clocksource && echo "### guest clock: off by ${d} s in ${up} s: switched to $(cat $cs/current_clocksource)"
+		date -s "@$(cat /sys/class/rtc/rtc0/since_epoch)" >/dev/null 2>&1
+	fi
+}

@@ -65,6 +65,7 @@ cp "$VM/examples/perftest-loopback.sh" "$work/"
 b() { echo "### bench $*"; echo "\$ ./bench $*"; bounded $CMD_TIMEOUT ./bench "$@" $BENCH_OPTS 2>/tmp/bench.err || { echo "!!! bench $* failed:"; tail -n 800 /tmp/bench.err; }; }
 guest="cd /payload
 . ./rdma-guard.sh
+guard_clock
 CMD_TIMEOUT=$CMD_TIMEOUT
 BENCH_OPTS='--reps $REPS --warmup $WARMUP'
 $(declare -f b)
@@ -81,6 +82,9 @@ if [ "$UDP" = 1 ]; then
 b roundtrip --fabric udp --sizes $RT_SIZES --iters $RT_ITERS
 b throughput --fabric udp --sizes $TP_SIZES"
 fi
+
+guest="$guest
+guard_clock check"
 
 log=${RDMA_VM_LOG:-/tmp/bench-rdma-vm.log}
 status=0
