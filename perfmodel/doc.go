@@ -21,6 +21,7 @@
 //     error for unmeasured n and p; VRP turns per-machine models into the
 //     relative performance vector that splits work among machines.
 //
-// Models save and load as JSON (Set), and Plot draws measured points beside
-// model curves.
+// Models save and load as JSON (Set). Package perfplot draws measured
+// points beside model curves; it is a package of its own so that programs
+// that only fit and predict do not link the plotting library.
 package perfmodel

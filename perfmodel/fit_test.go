@@ -246,7 +246,7 @@ func TestProgramAndVRP(t *testing.T) {
 	}
 }
 
-func TestSetJSONAndPlot(t *testing.T) {
+func TestSetJSON(t *testing.T) {
 	var obs []Observation
 	for n := 1.0; n <= 8; n++ {
 		obs = append(obs, Observation{N: n, T: 3 + 2*n + 0.01*math.Sin(n)})
@@ -280,16 +280,5 @@ func TestSetJSONAndPlot(t *testing.T) {
 		if _, err := Read(bytes.NewBufferString(bad)); err == nil {
 			t.Errorf("Read(%s) accepted", bad)
 		}
-	}
-	pts := Series{Name: "measured", Points: true}
-	for _, o := range obs {
-		pts.X, pts.Y = append(pts.X, o.N), append(pts.Y, o.T)
-	}
-	svg := filepath.Join(dir, "fit.svg")
-	if err := Plot(svg, "loop", "n", "s", pts, Curve("model", m, 0, 1, 8, 20)); err != nil {
-		t.Fatal(err)
-	}
-	if err := Plot(svg, "bad", "n", "s", Series{X: []float64{1}}); err == nil {
-		t.Error("mismatched series plotted")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/pcor-go/pcor/perfmodel"
+	"github.com/pcor-go/pcor/perfmodel/perfplot"
 )
 
 // loadRuns reads every samples-*.json in dir and merges the samples of
@@ -519,8 +520,8 @@ func analyzeRuns(in, out, fitList string) error {
 	b.WriteString(header)
 	worst, count, within := 0.0, 0, 0
 	var fitRows, regionRows strings.Builder
-	est := map[int]perfmodel.Series{}
-	meas := map[int]perfmodel.Series{}
+	est := map[int]perfplot.Series{}
+	meas := map[int]perfplot.Series{}
 	for _, r := range runs {
 		pg := programs[r.P]
 		if pg == nil {
@@ -581,13 +582,13 @@ func analyzeRuns(in, out, fitList string) error {
 	if err := set.Save(filepath.Join(out, "models.json")); err != nil {
 		return err
 	}
-	var series []perfmodel.Series
+	var series []perfplot.Series
 	for _, r := range runs {
 		if s, ok := meas[r.P]; ok {
 			series = append(series, s, est[r.P])
 		}
 	}
-	return perfmodel.Plot(filepath.Join(out, "table1.svg"), "Heat: predicted and measured run time", "N", "seconds", series...)
+	return perfplot.Plot(filepath.Join(out, "table1.svg"), "Heat: predicted and measured run time", "N", "seconds", series...)
 }
 
 // medianOf is the median of the samples at (n, p), their N within tol of

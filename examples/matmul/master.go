@@ -15,6 +15,7 @@ import (
 	"github.com/pcor-go/pcor/internal/cpuquota"
 	"github.com/pcor-go/pcor/pcor"
 	"github.com/pcor-go/pcor/perfmodel"
+	"github.com/pcor-go/pcor/perfmodel/perfplot"
 )
 
 // variant is one way of running the multiplication.
@@ -294,9 +295,9 @@ func fitStrategies(ns []int, times map[string]map[int][]float64, set *perfmodel.
 
 // figure plots the measured medians and the fitted curves (Figure 2).
 func figure(path string, ns []int, times map[string]map[int][]float64, set *perfmodel.Set) error {
-	var series []perfmodel.Series
+	var series []perfplot.Series
 	for _, v := range variants {
-		s := perfmodel.Series{Name: v.name, Points: true}
+		s := perfplot.Series{Name: v.name, Points: true}
 		for _, n := range ns {
 			s.X = append(s.X, float64(n))
 			s.Y = append(s.Y, median(times[v.name][n]))
@@ -305,8 +306,8 @@ func figure(path string, ns []int, times map[string]map[int][]float64, set *perf
 	}
 	for _, v := range variants {
 		if mdl, err := set.Get("strategy/" + v.name); err == nil {
-			series = append(series, perfmodel.Curve(v.name+" model", mdl, 0, float64(ns[0]), float64(ns[len(ns)-1]), 40))
+			series = append(series, perfplot.Curve(v.name+" model", mdl, 0, float64(ns[0]), float64(ns[len(ns)-1]), 40))
 		}
 	}
-	return perfmodel.Plot(path, "Matrix multiplication by strategy (workers at 100/50/25% CPU)", "n", "seconds", series...)
+	return perfplot.Plot(path, "Matrix multiplication by strategy (workers at 100/50/25% CPU)", "n", "seconds", series...)
 }

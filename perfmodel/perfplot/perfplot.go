@@ -1,7 +1,16 @@
-package perfmodel
+// Package perfplot draws perfmodel's measurements and models as charts:
+// measured points as marks beside model curves, saved as SVG, PNG or PDF.
+//
+// It is apart from perfmodel so that programs which fit and predict
+// (perfmodel, and routing and pcor through it) do not link the plotting
+// library, its image and font packages and the fonts it embeds; a program
+// imports perfplot only where it draws.
+package perfplot
 
 import (
 	"fmt"
+
+	"github.com/pcor-go/pcor/perfmodel"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -19,7 +28,7 @@ type Series struct {
 
 // Curve samples model m at steps+1 evenly spaced n in [from, to] for p
 // processes, as a line Series.
-func Curve(name string, m *Model, p, from, to float64, steps int) Series {
+func Curve(name string, m *perfmodel.Model, p, from, to float64, steps int) Series {
 	s := Series{Name: name}
 	for i := 0; i <= steps; i++ {
 		n := from + (to-from)*float64(i)/float64(steps)
@@ -41,7 +50,7 @@ func Plot(path, title, xLabel, yLabel string, series ...Series) error {
 	p.Legend.Left = true
 	for i, s := range series {
 		if len(s.X) != len(s.Y) {
-			return fmt.Errorf("perfmodel: series %q has %d x and %d y", s.Name, len(s.X), len(s.Y))
+			return fmt.Errorf("perfplot: series %q has %d x and %d y", s.Name, len(s.X), len(s.Y))
 		}
 		xy := make(plotter.XYs, len(s.X))
 		for j := range s.X {
