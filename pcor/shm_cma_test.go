@@ -150,3 +150,55 @@ func TestShmSingleCopyReceiverKilled(t *testing.T) {
 	}
 	t.Logf("failed after %v: %v", time.Since(start).Round(time.Millisecond), err)
 }
+
+// TestShmSingleCopyWithdrawn sends large messages by rendezvous to a peer
+// that never receives them: a Send whose deadline passes returns the
+// context's error, and a cancelled Isend completes with ErrCanceled, each
+// once the peer has dropped the announcement, while the peer runs on.
+func TestShmSingleCopyWithdrawn(t *testing.T) {
+	n, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, Listen: []pcor.Listen{{Fabric: "shm"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	startPeer(t, "shm-mute", n, pcor.Peer{Proc: 1, Fabric: "shm"})
+	th := n.NewThread()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	peer := pcor.Addr{Proc: 1, Thread: 0}
+	if err := th.Send(ctx, peer, 1, []byte("probe")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.Recv(ctx, peer, 1); err != nil {
+		t.Fatal(err)
+	}
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelShort()
+	sent := make(chan error, 1)
+	go func() { sent <- th.Send(short, peer, 2, make([]byte, 1<<20)) }()
+	select {
+	case err := <-sent:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Send whose deadline passed: %v, want the context's error", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Send did not return when its context ended")
+	}
+	if n.RendezvousStats().Announced != 1 {
+		t.Fatalf("rendezvous %+v: the message was not announced", n.RendezvousStats())
+	}
+	req := th.Isend(peer, 3, make([]byte, 4<<20))
+	for n.RendezvousStats().Announced < 2 {
+		if ctx.Err() != nil {
+			t.Fatal("the large message was not sent by rendezvous")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(20 * time.Millisecond) // the announcement reaches the peer
+	req.Cancel()
+	wctx, wcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer wcancel()
+	if err := req.Wait(wctx); !errors.Is(err, pcor.ErrCanceled) {
+		t.Fatalf("cancelled rendezvous Isend: %v, want ErrCanceled", err)
+	}
+}

@@ -140,9 +140,11 @@ const EagerLimit = engine.EagerLimit
 // Send sends data to dst with tag and returns once the destination process
 // has accepted the whole message (the same as Ssend). If ctx ends first
 // the send is cancelled and Send returns ctx's error (or the send's outcome,
-// when it completed meanwhile). A send that can no longer be withdrawn (a
-// large message over shared memory, see Request.Cancel) holds Send past
-// ctx's end until the destination has read it or is found gone.
+// when it completed meanwhile). A large message the destination reads
+// straight from this process's memory (see Request.Cancel) is withdrawn
+// from the destination first: Send returns once the destination answered,
+// within a round trip, unless a receive there had already taken the
+// message, when Send returns nil once it has been read.
 func (t *Thread) Send(ctx context.Context, dst Addr, tag Tag, data []byte) error {
 	return t.send(ctx, dst, tag, data)
 }
@@ -286,10 +288,12 @@ func (r *Request) Done() <-chan struct{} { return r.r.Done() }
 //
 // A send of 256 KiB or more over shared memory (shm.Config.SingleCopyMin)
 // to a process that reads it straight from this process's memory (single
-// copy) cannot be withdrawn once the destination was told of it: Cancel
-// then has no effect, and the request completes when a receive there has
-// read the message, or with an error when that process goes down or this
-// node closes. A cancelled request completes with ErrCanceled.
+// copy) is withdrawn from the destination once the destination was told of
+// it: Cancel returns at once, and the request completes with ErrCanceled
+// when the destination has dropped the message (a receive posted there
+// later does not get it), or as sent, once read, when a receive there had
+// already taken it; with an error when that process goes down or this node
+// closes meanwhile. A cancelled request completes with ErrCanceled.
 func (r *Request) Cancel() { r.r.Cancel() }
 
 // Message is the received message once a receive completed.

@@ -387,6 +387,11 @@ func (d *dispatcher) flush() {
 // its message has already acknowledged it.
 func (d *dispatcher) wakeAll() {
 	for i, x := range d.wake {
+		if x.r == nil {
+			d.e.rndvAnswer(x.m) // a rendezvous withdrawal's answer
+			d.wake[i] = match{}
+			continue
+		}
 		if x.m == nil {
 			x.r.complete(x.err)
 			d.wake[i] = match{}

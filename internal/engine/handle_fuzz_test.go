@@ -11,7 +11,8 @@ import (
 
 // FuzzHandle feeds well-formed, correctly sealed but arbitrary headers to a
 // dispatcher: forged geometry, huge claimed totals, stray acks, aborts and
-// refusals, and bundles of small messages (kind with fuzzBundle set: the
+// refusals, rendezvous control messages (withdrawals and their answers
+// naming nothing, malformed ones), and bundles of small messages (kind with fuzzBundle set: the
 // body is read as sub-headers each followed by its message, see
 // fuzzBundleBody) whose first MsgID and Seq overlap messages already
 // received, alone or bundled. Nothing may panic; one datagram grows the
@@ -30,6 +31,16 @@ func FuzzHandle(f *testing.F) {
 	f.Add(uint8(fuzzBundle|wire.Data), uint32(1000), uint64(0), uint32(0), uint64(5), uint64(9), fuzzSubs(subs))
 	f.Add(uint8(fuzzBundle|fuzzBundleAck|wire.Data), uint32(64), uint64(3), uint32(0), uint64(0), uint64(0), fuzzSubs(subs[1:]))
 	f.Add(uint8(fuzzBundle|wire.Data), uint32(2), uint64(0), uint32(0), uint64(63), uint64(8191), fuzzSubs(append(subs, subs...)))
+	// Rendezvous control messages (fuzzRndv): a withdrawal of an
+	// announcement never made, its answers, and a malformed one, after
+	// an abort of message 1 (left unfinished above), so that they are
+	// delivered.
+	f.Add(uint8(wire.Abort), uint32(0), uint64(0), uint32(0), uint64(1), uint64(5), []byte{})
+	withdraw := []byte{rndvWithdraw, 1, 0, 0, 0, 0, 0, 0, 0}
+	f.Add(uint8(fuzzRndv|wire.Data), uint32(1000), uint64(9), uint32(0), uint64(2), uint64(6), withdraw)
+	f.Add(uint8(fuzzRndv|wire.Data), uint32(1000), uint64(9), uint32(0), uint64(3), uint64(7), []byte{rndvWithdrawn, 1, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(uint8(fuzzRndv|wire.Data), uint32(1000), uint64(9), uint32(0), uint64(4), uint64(8), []byte{rndvTaken, 1, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(uint8(fuzzRndv|wire.Data), uint32(1000), uint64(3), uint32(0), uint64(7), uint64(10), withdraw[:3])
 	n := mem.NewNetwork()
 	a, _ := n.Listen("fa")
 	b, _ := n.Listen("fb")
@@ -45,6 +56,9 @@ func FuzzHandle(f *testing.F) {
 	f.Fuzz(func(t *testing.T, kind uint8, fragSize uint32, total uint64, idx uint32, msgID, seq uint64, body []byte) {
 		var flags uint8
 		var ackCum uint64
+		if kind&(fuzzBundle|fuzzRndv) == fuzzRndv {
+			flags, kind = wire.FlagRendezvous, kind&^fuzzRndv
+		}
 		if kind&fuzzBundle != 0 {
 			if fragSize == 0 || fragSize > wire.MaxFragment-wire.HeaderSize {
 				return
@@ -98,10 +112,12 @@ const fuzzHeapPerDatagram = chunkSize + 128<<10
 
 // In FuzzHandle, a kind with fuzzBundle set sends a bundle built by
 // fuzzBundleBody, with a piggybacked acknowledgement if fuzzBundleAck is
-// set too.
+// set too; one with fuzzRndv alone sends a message of the rendezvous
+// protocol (wire.FlagRendezvous).
 const (
 	fuzzBundle    = 0x80
 	fuzzBundleAck = 0x40
+	fuzzRndv      = 0x20
 )
 
 // fuzzBundleBody makes of the fuzzer's bytes b the body of a well-formed

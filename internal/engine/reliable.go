@@ -35,7 +35,8 @@ import (
 // together leave as one bundle, and a small posted copy may wait in the
 // queue for more while the destination is behind (relbundle.go). A message
 // whose transmission has begun runs to its end: cancelling it has no
-// effect.
+// effect (except a rendezvous send's, whose announcement is withdrawn from
+// the receiver, see rndv.go).
 //
 // Receiving. Fragments are placed into their message and completed
 // messages are entered into the receive table in message order, as on the

@@ -32,10 +32,31 @@ import (
 //
 // Failure: a read that fails (the sender died or closed) fails the
 // receive; a sender waiting for its done message fails when the peer
-// fails (p.fail: lost, removed, unreachable, Close). Cancelling a
-// rendezvous send takes effect only while its announcement has not left;
-// after that the receiver may be reading the memory, so the send runs to
-// its end. A receive whose read has begun cannot be cancelled either.
+// fails (p.fail: lost, removed, unreachable, Close). A receive whose read
+// has begun cannot be cancelled.
+//
+// Withdrawal: cancelling a rendezvous send (Cancel, or a blocking Send
+// whose context ends) whose announcement has not left drops it. Once it
+// has left, the sender asks the receiver to withdraw it:
+//
+//	withdraw {id} ------------------------>  announcement still unmatched:
+//	                                         dropped; else a receive took it
+//	release, ErrCanceled  <--------------- withdrawn {id}
+//	(or, taken: the send   <-------------- taken {id}, done {id} once read)
+//	completes with done)
+//
+// Control messages to a peer are delivered in the order they were sent,
+// on every path (the datagram path's sequence numbers put them in order
+// and drop duplicates), so the withdrawal always finds its announcement
+// delivered: in the receive table as unexpected, or already matched. The
+// receiver decides under the receive table's lock, which a receive
+// matching the announcement also takes, so exactly one of the two wins:
+// a receive posted after the withdrawal never sees the message, and a
+// withdrawal after the match is answered taken, the send then completing
+// when the read ends. The exposed memory is released only on withdrawn
+// or done, so no reader can touch it once Cancel's send has completed. A
+// withdrawal that finds nothing (a repeat, or an unknown id) is answered
+// taken, which the sender ignores when the send is no longer waiting.
 //
 // Budget: a receive without a buffer reads into storage the engine
 // allocates, which is held for a message not yet received until the read
@@ -52,8 +73,11 @@ const defaultRendezvous = 32 << 10
 
 // Rendezvous message kinds (the first byte of the body).
 const (
-	rndvAnnounce = 1
-	rndvDone     = 2
+	rndvAnnounce  = 1
+	rndvDone      = 2
+	rndvWithdraw  = 3 // sender to receiver: drop the announcement id
+	rndvWithdrawn = 4 // receiver to sender: dropped, nobody reads id
+	rndvTaken     = 5 // receiver to sender: a receive took id; done follows
 )
 
 // rndvTable holds the rendezvous sends waiting for their done message.
@@ -85,10 +109,11 @@ func (e *Engine) RendezvousStats() RendezvousStats {
 }
 
 type rndvSend struct {
-	r       *Request
-	ann     *Request // the announcement
-	peer    *peer
-	release func()
+	r         *Request
+	ann       *Request // the announcement
+	peer      *peer
+	release   func()
+	withdrawn bool // the receiver was asked to withdraw the announcement (t.mu)
 }
 
 // rndvSized reports whether send r is large enough to go by rendezvous,
@@ -181,25 +206,41 @@ func (t *rndvTable) take(id uint64, p *peer) *rndvSend {
 	return s
 }
 
-// rndvCancel withdraws a rendezvous send whose announcement has not left.
+// rndvCancel withdraws a rendezvous send: an announcement that has not
+// left is dropped and the send completes with ErrCanceled; one that has
+// left is withdrawn from the receiver (see Withdrawal above), and the send
+// completes when the receiver answers.
 func (e *Engine) rndvCancel(r *Request) {
 	t := &e.rndv
+	id := r.rndvID
 	t.mu.Lock()
-	s := t.sends[r.rndvID]
+	s := t.sends[id]
 	t.mu.Unlock()
 	if s == nil {
 		return
 	}
 	p := s.peer
 	p.mu.Lock()
-	withdrawn := !s.ann.started && p.tx.queue.remove(s.ann)
+	dropped := !s.ann.started && p.tx.queue.remove(s.ann)
 	p.mu.Unlock()
-	if !withdrawn || t.take(r.rndvID, p) == nil {
+	if dropped {
+		if t.take(id, p) != nil {
+			s.ann.complete(ErrCanceled)
+			s.release()
+			r.complete(ErrCanceled)
+		}
 		return
 	}
-	s.ann.complete(ErrCanceled)
-	s.release()
-	r.complete(ErrCanceled)
+	t.mu.Lock()
+	if t.sends[id] != s || s.withdrawn {
+		t.mu.Unlock()
+		return // done meanwhile, or asked already
+	}
+	s.withdrawn = true
+	t.mu.Unlock()
+	// Queued behind the announcement, to the same thread with the same
+	// tag: it reaches the receiver after it.
+	e.rndvSendControl(r.srcThread, p.proc, r.dstThread, r.tag, rndvWithdraw, id)
 }
 
 // rndvFailPeer fails the rendezvous sends to p (which failed with err).
@@ -235,21 +276,82 @@ func (e *Engine) rndvFailPeer(p *peer, err error) {
 	}
 }
 
-// rndvControlLocked consumes a done message delivered from p, completing
-// the send it names, and reports whether m was one (it is then freed).
-// Announcements are left to be matched. p.rxmu is held.
-func (e *Engine) rndvControlLocked(p *peer, m *mcb) bool {
-	if len(m.data) == 0 || m.data[0] != rndvDone {
+// rndvControlLocked consumes a rendezvous control message delivered from
+// p and reports whether m was one; announcements are left to be matched.
+// A done or withdrawn message completes the send it names, and m is
+// freed. A withdrawal is answered: m is turned into the answer and queued
+// on d.wake (wakeAll sends it, once p.rxmu is released). p.rxmu is held.
+func (d *dispatcher) rndvControlLocked(p *peer, m *mcb) bool {
+	e := d.e
+	if len(m.data) == 0 || m.data[0] == rndvAnnounce {
 		return false
 	}
-	if len(m.data) == 1+8 {
-		if s := e.rndv.take(binary.LittleEndian.Uint64(m.data[1:]), p); s != nil {
+	if len(m.data) != 1+8 || p == nil {
+		e.freeMCB(m)
+		return true
+	}
+	id := binary.LittleEndian.Uint64(m.data[1:])
+	switch m.data[0] {
+	case rndvDone:
+		if s := e.rndv.take(id, p); s != nil {
 			s.release()
 			s.r.complete(nil)
 		}
+	case rndvWithdrawn:
+		// Nobody reads the memory any more: it may be reused.
+		if s := e.rndv.take(id, p); s != nil {
+			s.release()
+			s.r.complete(ErrCanceled)
+		}
+	case rndvWithdraw:
+		m.data[0] = rndvTaken
+		if e.withdrawLocked(m.key, id) {
+			m.data[0] = rndvWithdrawn
+		}
+		d.wake = append(d.wake, match{m: m})
+		return true
 	}
+	// (Taken: the send completes with its done message.)
 	e.freeMCB(m)
 	return true
+}
+
+// withdrawLocked drops the announcement id of key k if it waits
+// unexpected, and reports whether it did. The sender's peer's rxmu is
+// held.
+func (e *Engine) withdrawLocked(k key, id uint64) bool {
+	t := e.table
+	s := t.stripe(k.dstThread)
+	h := hashKey(k)
+	s.mu.Lock()
+	var found *mcb
+	for i := s.unexp[h&t.mask]; i != nilMCB; {
+		m := t.pool.at(i)
+		if m.key == k && m.rndv && len(m.data) >= 1+8 && m.data[0] == rndvAnnounce &&
+			binary.LittleEndian.Uint64(m.data[1:]) == id {
+			found = m
+			break
+		}
+		i = m.hnext
+	}
+	if found != nil {
+		t.unlink(s, found, h)
+	}
+	s.mu.Unlock()
+	if found == nil {
+		return false
+	}
+	e.freeMCB(found)
+	return true
+}
+
+// rndvAnswer sends the answer m holds (withdrawn or taken, made of a
+// withdrawal by rndvControlLocked) to the withdrawal's sender; m is freed.
+func (e *Engine) rndvAnswer(m *mcb) {
+	k := m.key
+	kind, id := m.data[0], binary.LittleEndian.Uint64(m.data[1:])
+	e.freeMCB(m)
+	e.rndvSendControl(k.dstThread, k.srcProc, k.srcThread, k.tag, kind, id)
 }
 
 // announcement is a decoded announcement.
@@ -452,11 +554,17 @@ func (e *Engine) rndvPort(a announcement) (*dispatcher, fabric.Endpoint) {
 // rndvSendDone tells the sender of the message of key k that its
 // rendezvous id is over (read, or given up).
 func (e *Engine) rndvSendDone(k key, id uint64) {
+	e.rndvSendControl(k.dstThread, k.srcProc, k.srcThread, k.tag, rndvDone, id)
+}
+
+// rndvSendControl sends the rendezvous control message kind about id from
+// thread src to thread dst of process to, with tag.
+func (e *Engine) rndvSendControl(src ThreadID, to ProcID, dst ThreadID, tag Tag, kind byte, id uint64) {
 	body := make([]byte, 1+8)
-	body[0] = rndvDone
+	body[0] = kind
 	binary.LittleEndian.PutUint64(body[1:], id)
 	f := newRequest(e, sendReq)
-	f.setSend(k.dstThread, k.srcProc, k.srcThread, k.tag, body)
+	f.setSend(src, to, dst, tag, body)
 	f.rndv = true
 	e.isend(f)
 }

@@ -409,7 +409,7 @@ func (d *dispatcher) deliverLocked() {
 	e := d.e
 	for _, m := range d.delivered {
 		d.c.msgsRecv.Add(1)
-		if m.rndv && e.rndvControlLocked(e.peer(m.key.srcProc), m) {
+		if m.rndv && d.rndvControlLocked(e.peer(m.key.srcProc), m) {
 			continue
 		}
 		if m.owner != nil {

@@ -14,6 +14,10 @@ func FuzzDecode(f *testing.F) {
 	f.Add(encode(Header{Kind: Busy, JobKey: key, Seq: 4}, nil))
 	f.Add(encode(Header{Kind: Data, Flags: FlagReliable, JobKey: key, FragSize: 100, Total: 250, FragIndex: 1}, make([]byte, 100)))
 	f.Add([]byte("not a pcor datagram"))
+	// A rendezvous withdrawal (internal/engine, rndv.go), on either path.
+	withdraw := []byte{3, 1, 0, 0, 0, 0, 0, 0, 0}
+	f.Add(encode(Header{Kind: Data, Flags: FlagRendezvous, JobKey: key, FragSize: 9, Total: 9}, withdraw))
+	f.Add(encode(Header{Kind: Data, Flags: FlagRendezvous | FlagReliable, JobKey: key, FragSize: 9, Total: 9}, withdraw))
 	subs := []Sub{{SrcThread: 1, DstThread: 2, Tag: 3}, {SrcThread: 1, DstThread: 2, Tag: 3, Flags: FlagAckNow}}
 	f.Add(bundle(Header{JobKey: key, FragSize: 1000, MsgID: 5, Seq: 9}, subs, [][]byte{make([]byte, 64), []byte("x")}))
 	f.Add(bundle(Header{JobKey: key, Flags: FlagAck | FlagBodyUnsummed, FragSize: 64}, subs[:1], [][]byte{{}}))

@@ -141,8 +141,10 @@ const (
 	// fabric, and a gateway passing it on to another kind reseals it.
 	FlagBodyUnsummed = 1 << 5
 	// FlagRendezvous marks a message of the rendezvous protocol: the
-	// announcement of a message to be read from its sender's memory, or
-	// the receiver's word that it was.
+	// announcement of a message to be read from its sender's memory, the
+	// receiver's word that it was, the sender's request to withdraw it,
+	// and the receiver's answer (withdrawn, or already taken); the first
+	// byte of the body says which (internal/engine, rndv.go).
 	FlagRendezvous = 1 << 4
 )
 
