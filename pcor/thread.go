@@ -289,11 +289,12 @@ func (r *Request) Done() <-chan struct{} { return r.r.Done() }
 // A send of 256 KiB or more over shared memory (shm.Config.SingleCopyMin)
 // to a process that reads it straight from this process's memory (single
 // copy) is withdrawn from the destination once the destination was told of
-// it: Cancel returns at once, and the request completes with ErrCanceled
-// when the destination has dropped the message (a receive posted there
-// later does not get it), or as sent, once read, when a receive there had
-// already taken it; with an error when that process goes down or this node
-// closes meanwhile. A cancelled request completes with ErrCanceled.
+// it: Cancel does not wait for the answer, and the request completes with
+// ErrCanceled when the destination has dropped the message (a receive
+// posted there later does not get it), or as sent, once read, when a
+// receive there had already taken it; with an error when that process goes
+// down or this node closes meanwhile. A cancelled request completes with
+// ErrCanceled.
 func (r *Request) Cancel() { r.r.Cancel() }
 
 // Message is the received message once a receive completed.
