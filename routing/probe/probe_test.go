@@ -173,17 +173,20 @@ func TestEchoLeavesPortToProbes(t *testing.T) {
 		}
 	}
 	after := a.Stats()[0]
-	// Each round trip's answer is one batch: received by the probing
-	// thread (ThreadBatches), or by the dispatcher. Many fall to the
-	// dispatcher on a loaded machine (an answer that comes before its
-	// receive waits, or one so late that the driver gave the port back):
-	// up to a third at load 13 on two processors. Every one did while a
-	// waiter kept the port with the dispatcher.
-	d := after.DispatcherBatches - before.DispatcherBatches
-	t.Logf("%d of %d answers received by the dispatcher (threads: %d, leads %d, given back %d)", d, trips,
-		after.ThreadBatches-before.ThreadBatches, after.Leads-before.Leads, after.GiveBacks-before.GiveBacks)
-	if d > trips*3/4 {
-		t.Errorf("%d of %d answers received by the dispatcher", d, trips)
+	// Each round trip's answer is received by the probing thread, which
+	// drives the port while it waits (ThreadBatches), or by the
+	// dispatcher. Many fall to the dispatcher on a loaded machine (an
+	// answer that comes before its receive waits, or one so late that the
+	// driver gave the port back), and on a loaded machine the port also
+	// receives batches that are no answer (acknowledgements sent alone,
+	// retransmissions): the dispatcher's count exceeded the 200 round
+	// trips at load 40. While a waiter keeps the port with the dispatcher
+	// no thread drives it, and the probing thread receives nothing itself.
+	own, d := after.ThreadBatches-before.ThreadBatches, after.DispatcherBatches-before.DispatcherBatches
+	t.Logf("%d batches received by the probing thread, %d by the dispatcher, for %d round trips (leads %d, given back %d)",
+		own, d, trips, after.Leads-before.Leads, after.GiveBacks-before.GiveBacks)
+	if own < trips/4 {
+		t.Errorf("the probing thread received %d batches itself in %d round trips (the dispatcher %d)", own, trips, d)
 	}
 	for _, e := range echoes {
 		if err := th.Send(ctx, e.Addr(), TagStop, nil); err != nil {
