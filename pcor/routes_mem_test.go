@@ -89,6 +89,8 @@ func TestJoinGatewayMem(t *testing.T) {
 		t.Fatalf("A's route to C: %+v", rt)
 	}
 	waitRoute(t, ctx, c, 0, true)
+	// B forwards between them: it must know C before A's first message.
+	waitRoute(t, ctx, b, 2, true)
 
 	ta, tc := a.NewThread(), c.NewThread()
 	sizes := []int{1, 1000, 64 << 10, 1 << 20}
