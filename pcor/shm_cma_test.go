@@ -115,22 +115,9 @@ func shmMutePeer() int {
 // message's announcement without reading it: the send, which waits for the
 // peer to read the sender's memory, fails with ErrPeerDown within seconds.
 func TestShmSingleCopyReceiverKilled(t *testing.T) {
-	n, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, Listen: []pcor.Listen{{Fabric: "shm"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	cmd, _ := startPeer(t, "shm-mute", n, pcor.Peer{Proc: 1, Fabric: "shm"})
-	th := n.NewThread()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	peer := pcor.Addr{Proc: 1, Thread: 0}
-	if err := th.Send(ctx, peer, 1, []byte("probe")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := th.Recv(ctx, peer, 1); err != nil {
-		t.Fatal(err)
-	}
+	n, th, peer, cmd := muteShmPeer(t, ctx)
 	req := th.Isend(peer, 2, make([]byte, 4<<20))
 	for n.RendezvousStats().Announced == 0 {
 		if ctx.Err() != nil {
@@ -141,7 +128,7 @@ func TestShmSingleCopyReceiverKilled(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 	cmd.Process.Kill()
 	start := time.Now()
-	err = req.Wait(ctx)
+	err := req.Wait(ctx)
 	if !errors.Is(err, pcor.ErrPeerDown) {
 		t.Fatalf("rendezvous send to a killed peer: %v", err)
 	}
@@ -156,22 +143,9 @@ func TestShmSingleCopyReceiverKilled(t *testing.T) {
 // context's error, and a cancelled Isend completes with ErrCanceled, each
 // once the peer has dropped the announcement, while the peer runs on.
 func TestShmSingleCopyWithdrawn(t *testing.T) {
-	n, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, Listen: []pcor.Listen{{Fabric: "shm"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close() })
-	startPeer(t, "shm-mute", n, pcor.Peer{Proc: 1, Fabric: "shm"})
-	th := n.NewThread()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	peer := pcor.Addr{Proc: 1, Thread: 0}
-	if err := th.Send(ctx, peer, 1, []byte("probe")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := th.Recv(ctx, peer, 1); err != nil {
-		t.Fatal(err)
-	}
+	n, th, peer, _ := muteShmPeer(t, ctx)
 	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancelShort()
 	sent := make(chan error, 1)
@@ -201,4 +175,27 @@ func TestShmSingleCopyWithdrawn(t *testing.T) {
 	if err := req.Wait(wctx); !errors.Is(err, pcor.ErrCanceled) {
 		t.Fatalf("cancelled rendezvous Isend: %v, want ErrCanceled", err)
 	}
+}
+
+// muteShmPeer makes process 0 on a shared-memory port and starts process 1
+// in role shm-mute (it answers a probe, then receives nothing), and
+// returns process 0's node and a thread of it that has exchanged the
+// probe with thread 0 of process 1, that thread's address, and process 1.
+func muteShmPeer(t *testing.T, ctx context.Context) (*pcor.Node, *pcor.Thread, pcor.Addr, *exec.Cmd) {
+	t.Helper()
+	n, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, Listen: []pcor.Listen{{Fabric: "shm"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	cmd, _ := startPeer(t, "shm-mute", n, pcor.Peer{Proc: 1, Fabric: "shm"})
+	th := n.NewThread()
+	peer := pcor.Addr{Proc: 1, Thread: 0}
+	if err := th.Send(ctx, peer, 1, []byte("probe")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.Recv(ctx, peer, 1); err != nil {
+		t.Fatal(err)
+	}
+	return n, th, peer, cmd
 }
