@@ -273,7 +273,9 @@ type socketBuffered interface {
 // round trip until a loss, so on loopback, where nothing else limits it,
 // it ran to 850 fragments of 64 KiB against a buffer that holds about
 // 250, and the burst of losses that ended it cost hundreds of
-// retransmissions. 0: no bound.
+// retransmissions. The same room bounds the window after slow start as
+// well (txStream.window), at the size of each message's fragments. 0: no
+// bound.
 func socketSlowStart(f any) int {
 	sb, ok := f.(socketBuffered)
 	if !ok {

@@ -264,7 +264,7 @@ func (p *peer) fillLocked(b *batch, rs routeSet, now int64) {
 		p.armTimerLocked(t.busyUntil, now)
 		return
 	}
-	cwnd := int(t.cwnd)
+	cwnd := t.window()
 	if t.probeSeq != 0 {
 		if en := t.find(t.probeSeq); en != nil && en.need {
 			p.resendLocked(b, rs, en, now)
@@ -293,12 +293,15 @@ func (p *peer) fillLocked(b *batch, rs routeSet, now int64) {
 			r.rt = rs.pick(int64(len(r.data)))
 			r.fragSize = fragSizeFor(uint64(len(r.data)), r.rt.maxDg-wire.HeaderSize)
 			r.nfrag = uint32(wire.FragCount(uint64(len(r.data)), r.fragSize))
+			c := slowStartCap(r.rt.ssRoom, min(int(r.fragSize), len(r.data)))
 			if !t.ssBounded {
 				t.ssBounded = true
-				if c := slowStartCap(r.rt.ssRoom, min(int(r.fragSize), len(r.data))); c > 0 && t.ssthresh > c {
+				if c > 0 && t.ssthresh > c {
 					t.ssthresh = c // the first slow start stops short of the socket's room
 				}
 			}
+			t.roomCap = int(c)
+			cwnd = t.window()
 		}
 		t.push(txEntry{seq: t.nextSeq, req: r, msgID: r.msgID, frag: r.nextFrag, kind: wire.Data, sentAt: now})
 		t.nextSeq++

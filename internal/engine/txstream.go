@@ -46,7 +46,11 @@ type txStream struct {
 	ssthresh   float64
 	recoverSeq uint64
 	// ssBounded: the first message's route bounded ssthresh (route.ssRoom)
-	ssBounded  bool
+	ssBounded bool
+	// roomCap is the most fragments in flight that the peer's socket
+	// buffer holds at the size of the message being sent (route.ssRoom;
+	// 0: no bound): the window never grows past it (see window).
+	roomCap    int
 	lossRun    int    // fragments found lost in the current round trip
 	lossRunEnd uint64 // the round trip ends with losses at or above this seq
 	peerWin    int
@@ -88,6 +92,7 @@ func (t *txStream) init(e *Engine) {
 	t.cwnd = initialCwnd
 	t.ssthresh = float64(e.cfg.Window)
 	t.ssBounded = false
+	t.roomCap = 0
 	t.peerWin = e.cfg.Window
 	t.rto = initialRTO
 	t.busyDelay = time.Millisecond
@@ -306,4 +311,18 @@ func (t *txStream) onAcked(n int, maxCwnd float64) {
 	if t.cwnd > maxCwnd {
 		t.cwnd = maxCwnd
 	}
+}
+
+// window is the most fragments the stream may have in flight now: the
+// congestion window, bounded by the room of the peer's socket buffer.
+// Congestion avoidance grows the window until a loss, and on loopback the
+// only loss is the receive buffer overflowing: without the bound every
+// such overflow cost a burst of drops, their retransmissions and now and
+// then a retransmission timeout.
+func (t *txStream) window() int {
+	w := int(t.cwnd)
+	if t.roomCap > 0 && w > t.roomCap {
+		w = t.roomCap
+	}
+	return w
 }
