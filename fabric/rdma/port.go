@@ -119,8 +119,9 @@ type Port struct {
 	sentTo    map[string]*conn // the conn that carried the last send to each endpoint (Taken)
 	sendWC    []verbs.WC
 
-	recvMu      sync.Mutex  // the consumer: Receive/Poll, idleSince
+	recvMu      sync.Mutex  // the consumer: Receive/Poll, idleSince, idlePolls
 	idleSince   time.Time   // first of the current run of empty Polls
+	idlePolls   uint64      // empty Polls in that run
 	interrupted atomic.Bool // Interrupt called: the next Wait or Park returns
 
 	allocMu sync.RWMutex
