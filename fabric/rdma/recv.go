@@ -143,11 +143,15 @@ func (p *Port) receive(msgs [][]byte, how int, deadline time.Time) (int, error) 
 // (sched_yield), so that runnable kernel work goes first; blocking Receive
 // polls for blockSpin before it arms the completion channel.
 // A yield at every empty Poll made the system calls of a polling pcor in
-// the guest 5 times as many (a 2 B round trip 1,454 against 252, a
-// 64 KiB message 622 against 129, both processes) for no gain in round
-// trip or throughput: a poll of the ring costs a few loads, a yield a
-// system call of the emulated CPU, and the raw verbs ends of the
-// benchmarks yield every 256 empty polls.
+// the guest 4-6 times as many at host load 4-10 (a 2 B round trip
+// 981-1,454 against 177-252, a 64 KiB message 444-622 against 129-131,
+// both processes),
+// with round trips and throughput the same within the noise of the
+// emulated guest: a poll of the ring costs a few loads, a yield a system
+// call of the emulated CPU, and the raw verbs ends of the benchmarks
+// yield every 256 empty polls. The fewer yields come with more context
+// switches (16-17 against 26 per round trip): the kernel's work then
+// preempts the poller rather than being yielded to.
 // A Wait (a thread driving the port for its own message, which has
 // already polled a while) polls for waitSpin, yielding the CPU after
 // blockSpin: a completion channel's event and the wake-up of the sleeping
