@@ -79,11 +79,8 @@ func (p *peer) applyAckLocked(a *wire.AckBody, now int64, b *batch) (fastRetrans
 	if newly > 0 {
 		t.progressAt, t.probes = now, 0
 		t.busyDelay = time.Millisecond
-		limit := e.cfg.Window
-		if t.roomCap > 0 {
-			limit = min(limit, t.roomCap) // no growth past what the window may use
-		}
-		t.onAcked(newly, float64(limit))
+		// No growth past what the window may use.
+		t.onAcked(newly, float64(t.capped(e.cfg.Window)))
 		t.resetBackoff(e.cfg.MinRTO, e.cfg.MaxRTO)
 	}
 	return fastRetrans, undone

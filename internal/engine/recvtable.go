@@ -348,7 +348,14 @@ func (t *recvTable) findUnexpected(s *stripe, r *Request) *mcb {
 // findExact returns the earliest unexpected message of key k, whose hash
 // is h. The stripe must be locked.
 func (t *recvTable) findExact(s *stripe, k key, h uint64) *mcb {
-	for i := s.unexp[h&t.mask]; i != nilMCB; {
+	return t.exactFrom(s.unexp[h&t.mask], k)
+}
+
+// exactFrom returns the first unexpected message of key k in the bucket
+// chain from index i on (m.hnext of one found continues the search). The
+// stripe must be locked.
+func (t *recvTable) exactFrom(i int32, k key) *mcb {
+	for i != nilMCB {
 		m := t.pool.at(i)
 		if m.key == k {
 			return m

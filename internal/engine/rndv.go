@@ -324,15 +324,10 @@ func (e *Engine) withdrawLocked(k key, id uint64) bool {
 	s := t.stripe(k.dstThread)
 	h := hashKey(k)
 	s.mu.Lock()
-	var found *mcb
-	for i := s.unexp[h&t.mask]; i != nilMCB; {
-		m := t.pool.at(i)
-		if m.key == k && m.rndv && len(m.data) >= 1+8 && m.data[0] == rndvAnnounce &&
-			binary.LittleEndian.Uint64(m.data[1:]) == id {
-			found = m
-			break
-		}
-		i = m.hnext
+	found := t.findExact(s, k, h)
+	for found != nil && !(found.rndv && len(found.data) >= 1+8 && found.data[0] == rndvAnnounce &&
+		binary.LittleEndian.Uint64(found.data[1:]) == id) {
+		found = t.exactFrom(found.hnext, k)
 	}
 	if found != nil {
 		t.unlink(s, found, h)

@@ -320,9 +320,13 @@ func (t *txStream) onAcked(n int, maxCwnd float64) {
 // such overflow cost a burst of drops, their retransmissions and now and
 // then a retransmission timeout.
 func (t *txStream) window() int {
-	w := int(t.cwnd)
-	if t.roomCap > 0 && w > t.roomCap {
-		w = t.roomCap
+	return t.capped(int(t.cwnd))
+}
+
+// capped is n fragments, at most roomCap when that bounds the window.
+func (t *txStream) capped(n int) int {
+	if t.roomCap > 0 && n > t.roomCap {
+		return t.roomCap
 	}
-	return w
+	return n
 }
