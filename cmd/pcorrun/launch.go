@@ -249,6 +249,10 @@ func supervise(opts *options, procs []*proc, exits chan exit, sigs chan os.Signa
 	// or, for processes it never lost, the first whose exit was seen.
 	var first *exit
 	var firstAt time.Time
+	// The failures already named as they happened: the last line names the
+	// first failure again only when it adds something (several failures, or
+	// a first failure that was not the one named).
+	var named []int
 	stopping := false
 	var kill <-chan time.Time
 	stop := func() {
@@ -272,10 +276,12 @@ func supervise(opts *options, procs []*proc, exits chan exit, sigs chan os.Signa
 			}
 			if opts.keepGoing {
 				logf("rank %d%s %s", e.rank, onHost(procs[e.rank].host), describe(e.err))
+				named = append(named, e.rank)
 				continue
 			}
 			if !stopping {
 				logf("rank %d%s %s; stopping the others", e.rank, onHost(procs[e.rank].host), describe(e.err))
+				named = append(named, e.rank)
 			}
 			stop()
 		case s := <-sigs:
@@ -294,7 +300,9 @@ func supervise(opts *options, procs []*proc, exits chan exit, sigs chan os.Signa
 	if first == nil {
 		return 0
 	}
-	logf("rank %d%s %s (first failure)", first.rank, onHost(procs[first.rank].host), describe(first.err))
+	if len(named) != 1 || named[0] != first.rank {
+		logf("rank %d%s %s (first failure)", first.rank, onHost(procs[first.rank].host), describe(first.err))
+	}
 	return exitStatus(first.err)
 }
 

@@ -244,6 +244,11 @@ func TestFailureStopsAll(t *testing.T) {
 	if !strings.Contains(errs, "pcorrun: rank 2 exited with status 7") {
 		t.Fatalf("no message naming rank 2:\n%s", errs)
 	}
+	// The failure is named once: the ranks stopped because of it are not
+	// failures of their own, so there is nothing to add at the end.
+	if n := strings.Count(errs, "rank 2 exited"); n != 1 {
+		t.Errorf("rank 2's failure named %d times, want once:\n%s", n, errs)
+	}
 	for _, r := range []int{0, 1, 3} {
 		if !strings.Contains(out, fmt.Sprintf("[%d] got terminated", r)) {
 			t.Errorf("rank %d was not terminated:\n%s", r, out)
@@ -251,6 +256,18 @@ func TestFailureStopsAll(t *testing.T) {
 	}
 	if time.Since(start) > 10*time.Second {
 		t.Fatalf("took %v", time.Since(start))
+	}
+}
+
+// With --keep-going every failure is named as it happens; a lone failure is
+// not named a second time at the end.
+func TestKeepGoingNamesFailureOnce(t *testing.T) {
+	code, out, errs := runHelper(t, "fail:0:5", "-n", "1", "--keep-going")
+	if code != 5 {
+		t.Fatalf("exit %d, want 5\n%s%s", code, out, errs)
+	}
+	if n := strings.Count(errs, "rank 0 exited with status 5"); n != 1 {
+		t.Errorf("rank 0's failure named %d times, want once:\n%s", n, errs)
 	}
 }
 
