@@ -70,7 +70,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o.prog = fs.Args()
 	if o.prices != "" {
 		if _, err := pcor.ParsePriceEvery(o.prices); err != nil {
-			return nil, err
+			// ParsePriceEvery's error names the environment variable.
+			return nil, fmt.Errorf("--prices %q: want a positive duration such as 30s, or off", o.prices)
 		}
 	}
 	shares, err := parseCPUShares(cpuShare)

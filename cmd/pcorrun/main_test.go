@@ -203,7 +203,7 @@ func TestVPsFlag(t *testing.T) {
 }
 
 // --prices reaches every process as PCOR_PRICES; a value FromEnv would
-// refuse is refused at once.
+// refuse is refused at once, as the flag's.
 func TestPricesFlag(t *testing.T) {
 	code, out, errs := runHelper(t, "env", "-n", "2", "--prices", "10s")
 	if code != 0 {
@@ -214,7 +214,10 @@ func TestPricesFlag(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, out)
 		}
 	}
-	if code, _, errs := runHelper(t, "env", "-n", "1", "--prices", "often"); code == 0 || !strings.Contains(errs, "PCOR_PRICES") {
+	// The error names the flag and its value, not the variable pcorrun
+	// passes them in.
+	if code, _, errs := runHelper(t, "env", "-n", "1", "--prices", "often"); code == 0 ||
+		!strings.Contains(errs, `--prices "often"`) || strings.Contains(errs, "PCOR_PRICES") {
 		t.Errorf("--prices often: exit %d, stderr %q", code, errs)
 	}
 }
