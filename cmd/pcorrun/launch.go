@@ -191,7 +191,7 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 			if pipeW != nil {
 				pipeW.Close()
 			}
-			logf("rank %d: %v", rank, err)
+			logf("rank %d: %v%s", rank, err, inThisDirectory(argv[0], err))
 			signalAll(procs, syscall.SIGTERM)
 			waitAll(procs, exits, opts.grace)
 			return 1
@@ -213,6 +213,19 @@ func launch(opts *options, stdout, stderr io.Writer) int {
 	code := supervise(opts, procs, exits, sigs, lost, logf)
 	shm.Reap("") // shared-memory segments of ranks that were killed
 	return code
+}
+
+// inThisDirectory is a hint for a program named without a slash that is not
+// in $PATH but in the working directory, as a program just built with go
+// build is: the shell, and so pcorrun, looks for it in $PATH only.
+func inThisDirectory(prog string, err error) string {
+	if !errors.Is(err, exec.ErrNotFound) || strings.Contains(prog, "/") {
+		return ""
+	}
+	if fi, err := os.Stat(prog); err != nil || fi.IsDir() {
+		return ""
+	}
+	return fmt.Sprintf(" (for the file in this directory, write ./%s)", prog)
 }
 
 // lossLog records when the directory lost each process other than by a

@@ -312,6 +312,26 @@ func TestBadUsage(t *testing.T) {
 	}
 }
 
+// A program named without a slash is looked for in $PATH; one that is in
+// the working directory instead (just built) is named with ./ in the error.
+func TestProgramInThisDirectory(t *testing.T) {
+	t.Chdir(t.TempDir())
+	const prog = "pcorrun-test-prog"
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"-n", "1", prog}, &out, &errb)
+	if code == 0 || !strings.Contains(errb.String(), "write ./"+prog) {
+		t.Fatalf("exit %d, stderr %q: want the error to point at ./%s", code, errb.String(), prog)
+	}
+	// A program found nowhere gets no hint.
+	errb.Reset()
+	if code := run([]string{"-n", "1", prog + "-absent"}, &out, &errb); code == 0 || strings.Contains(errb.String(), "write ./") {
+		t.Fatalf("absent program: exit %d, stderr %q", code, errb.String())
+	}
+}
+
 func TestCommandTemplate(t *testing.T) {
 	words, err := splitWords(`ssh -o "Batch Mode=yes" {host} 'a b' c\ d`)
 	if err != nil {
