@@ -114,7 +114,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 		}
 	case len(o.prog) == 0:
 		return nil, fmt.Errorf("no program given (usage: pcorrun -n N program [args...])")
-	case o.n <= 0:
+	case o.n == 0:
+		return nil, fmt.Errorf("-n N, the number of processes to start, is missing (usage: pcorrun -n N program [args...])")
+	case o.n < 0:
 		return nil, fmt.Errorf("-n must be at least 1")
 	}
 	if len(o.hosts) > 0 && len(o.via) == 0 {

@@ -364,6 +364,14 @@ func TestCommandTemplate(t *testing.T) {
 	}
 }
 
+// A program given without -n is told that -n is missing.
+func TestMissingCount(t *testing.T) {
+	_, err := parseFlags([]string{"./ring"}, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "-n N") || !strings.Contains(err.Error(), "missing") {
+		t.Fatalf("pcorrun ./ring: %v; want -n named as missing", err)
+	}
+}
+
 // A bad --jobkey is reported as the flag's value, not as the environment
 // variable pcorrun passes the key in.
 func TestBadJobKeyNamesFlag(t *testing.T) {
