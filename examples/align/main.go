@@ -447,7 +447,7 @@ func main() {
 		if got != want {
 			return fmt.Errorf("score %d, sequential %d", got, want)
 		}
-		fmt.Printf("alignment score %d of two %d-letter sequences in %v (sequential %v, %.2fx)\n",
+		fmt.Printf("alignment score %d of two %d-letter sequences in %v (sequential %v, speedup %.2fx)\n",
 			got, *length, par.Round(time.Microsecond), seq.Round(time.Microsecond), seq.Seconds()/par.Seconds())
 		return nil
 	}, func(rt *athread.Runtime) error {

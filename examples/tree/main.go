@@ -96,7 +96,7 @@ func main() {
 		if got != want {
 			return fmt.Errorf("tree: %#x, sequential %#x", got, want)
 		}
-		fmt.Printf("tree of %d levels: %#x in %v (sequential %v, %.2fx)\n", *levels, got,
+		fmt.Printf("tree of %d levels: %#x in %v (sequential %v, speedup %.2fx)\n", *levels, got,
 			par.Round(time.Microsecond), seq.Round(time.Microsecond), seq.Seconds()/par.Seconds())
 		return nil
 	})
