@@ -137,6 +137,20 @@ func TestShmBaselines(t *testing.T) {
 	r = runJSON(t, "roundtrip", "--fabric", "shm", "--sizes", "1", "--mode", "blocking,polling")
 	base = []string{"udpconn", "sys", "sys-poll", "pcor-udp/blocking", "pcor-udp/polling"}
 	checkPoints(t, r, sizeKeys(1), append(base, "pcor/blocking", "pcor/polling"), base)
+	// The notes say what the baselines are: between two processes, UDP
+	// (raw and pcor's); in one, no fabric at all, whatever --fabric says.
+	if !hasNote(r, "raw UDP and TCP on loopback") || hasNote(r, "same-process") {
+		t.Errorf("procs over shm: notes %q", r.Notes)
+	}
+	r = runJSON(t, "roundtrip", "--fabric", "shm", "--placement", "same", "--sizes", "1")
+	if !hasNote(r, "without a fabric") {
+		t.Errorf("same process over shm: notes %q", r.Notes)
+	}
+}
+
+// hasNote reports whether one of r's notes contains s.
+func hasNote(r *report.Result, s string) bool {
+	return slices.ContainsFunc(r.Notes, func(n string) bool { return strings.Contains(n, s) })
 }
 
 func TestContention(t *testing.T) {

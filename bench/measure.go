@@ -95,8 +95,10 @@ func measure(ctx context.Context, o options, stderr io.Writer) (*report.Result, 
 		if r.verbsBaseline() {
 			res.Notes = append(res.Notes, verbsNote[o.cmd])
 			res.Notes = append(res.Notes, col.pairedNotes("verbs")...)
+		} else if o.placement == placeSame {
+			res.Notes = append(res.Notes, "threads of one process exchange messages without a fabric: with --placement same every --fabric measures the same")
 		} else {
-			res.Notes = append(res.Notes, "the same-process baselines do not use the pcor fabric")
+			res.Notes = append(res.Notes, "the baselines other than pcor-udp and memmove are raw UDP and TCP on loopback; pcor-udp is pcor over UDP between the same two processes")
 		}
 	}
 	if why := usage.SyscallsUnavailable(); why != "" {
