@@ -241,6 +241,13 @@ func TestBadCommandLines(t *testing.T) {
 			t.Errorf("%q: no error", args)
 		}
 	}
+	// A bad mode is reported as the flag's, not by the internal package
+	// that parses it.
+	var out, errb bytes.Buffer
+	if err := run(ctx, []string{"roundtrip", "--mode", "spin"}, &out, &errb); err == nil ||
+		!strings.Contains(err.Error(), "--mode") || strings.Contains(err.Error(), "pb:") {
+		t.Errorf("--mode spin: %v", err)
+	}
 }
 
 func TestItersFor(t *testing.T) {

@@ -95,7 +95,7 @@ func (o *options) finish(mode, sz, th string) error {
 	}
 	for _, m := range strings.Split(mode, ",") {
 		if _, err := pb.ParseMode(m); err != nil {
-			return err
+			return fmt.Errorf("--mode: unknown dispatcher mode %q (blocking, polling, or both: blocking,polling)", m)
 		}
 		o.modes = append(o.modes, strings.ToLower(strings.TrimSpace(m)))
 	}
