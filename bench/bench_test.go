@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"encoding/json"
 	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -247,6 +248,17 @@ func TestBadCommandLines(t *testing.T) {
 	if err := run(ctx, []string{"roundtrip", "--mode", "spin"}, &out, &errb); err == nil ||
 		!strings.Contains(err.Error(), "--mode") || strings.Contains(err.Error(), "pb:") {
 		t.Errorf("--mode spin: %v", err)
+	}
+}
+
+// A command's -h names the command line it documents.
+func TestCommandHelp(t *testing.T) {
+	for _, cmd := range []string{"roundtrip", "throughput", "rate", "contention", "idle", "report"} {
+		var out, errb bytes.Buffer
+		err := run(context.Background(), []string{cmd, "-h"}, &out, &errb)
+		if !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(errb.String(), "usage: bench "+cmd+" [flags]") {
+			t.Errorf("%s -h: %v, help %q", cmd, err, errb.String())
+		}
 	}
 }
 

@@ -5,7 +5,7 @@
 //
 // Usage:
 //
-//	go run ./bench roundtrip  [flags]   ping-pong: median and p99 µs per size
+//	go run ./bench roundtrip  [flags]   ping-pong: median µs per size (p99 too with --json or --csv)
 //	go run ./bench throughput [flags]   one-way stream: MB/s per size
 //	go run ./bench rate       [flags]   small-message rate, one way (64 B): messages/s
 //	go run ./bench contention [flags]   N threads each receiving its own stream at once
@@ -111,7 +111,7 @@ func startTrace(dir, side string) (stop func(), err error) {
 const usageText = `usage: bench <command> [flags]
 
 commands:
-  roundtrip   ping-pong round-trip time per size (median, p99 µs)
+  roundtrip   ping-pong round-trip time per size (median µs; p99 too with --json or --csv)
   throughput  one-way stream throughput per size (MB/s)
   rate        one-way small-message rate (messages/s, 64 B by default)
   contention  N threads each receiving its own stream at once (msgs/s, MB/s)

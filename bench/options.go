@@ -55,6 +55,10 @@ var commands = map[string]struct {
 func newFlagSet(cmd string, o *options, stderr io.Writer) (*flag.FlagSet, *string, *string, *string) {
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: bench %s [flags]  (bench -h lists the commands)\n\nflags (one that names commands applies to those only):\n", cmd)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&o.fabric, "fabric", "udp", "fabric of the pcor port: udp, shm (shared memory, --placement procs), or rdma where present")
 	fs.StringVar(&o.placement, "placement", placeProcs, "same (one process, one Node) | procs (two processes on this machine)")
 	mode := fs.String("mode", "blocking", "dispatcher mode(s): blocking, polling, or a list such as blocking,polling")

@@ -32,6 +32,10 @@ const reportCommand = "go run ./bench report"
 func runReport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: bench report [flags]  (runs every command for each placement and mode, and writes RESULTS.md, results.svg and results.json)\n\nflags:\n")
+		fs.PrintDefaults()
+	}
 	out := fs.String("out", "bench", "directory for RESULTS.md, results.svg and results.json")
 	places := fs.String("placements", "same,procs", "placements to run")
 	modes := fs.String("mode", "blocking,polling", "dispatcher modes")
