@@ -11,7 +11,9 @@ import (
 var (
 	// ErrClosed: the node was closed; pending requests fail with it.
 	ErrClosed = errors.New("pcor: node closed")
-	// ErrTooLarge: the message exceeds Config.MaxMessage.
+	// ErrTooLarge: the message exceeds Config.MaxMessage, this process's
+	// or its destination's (which refuses it). The error is a
+	// *TooLargeError naming the process and its limit.
 	ErrTooLarge = errors.New("pcor: message larger than the configured maximum")
 	// ErrUnreachable: the destination stopped answering, or no route leads
 	// to it. The error is an *UnreachableError naming the process.

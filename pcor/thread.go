@@ -134,7 +134,7 @@ func (t *Thread) Isend(dst Addr, tag Tag, data []byte) *Request {
 // without error, shared so that a copied send allocates nothing.
 var copiedRequest = &Request{r: engine.CopiedSend()}
 
-// EagerLimit is the largest message Isend copies.
+// EagerLimit (16 KiB) is the largest message Isend copies.
 const EagerLimit = engine.EagerLimit
 
 // Send sends data to dst with tag and returns once the destination process
