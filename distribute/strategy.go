@@ -8,11 +8,13 @@ import (
 // Strategy is a way of splitting work among workers.
 type Strategy int
 
+// The strategies of PEMPIs-Het (the package documentation gives each
+// one's range sizes).
 const (
-	SS Strategy = iota
-	GSS
-	Static
-	VRPSS
+	SS     Strategy = iota // self-scheduling: Plan.Chunk units a request
+	GSS                    // guided self-scheduling: ⌈R/P⌉ of the R units left
+	Static                 // one range a worker at the start, by the VRP or even
+	VRPSS                  // phases of ranges sized by the VRP, revised as it goes
 )
 
 var strategyNames = []string{"SS", "GSS", "static", "VRP-SS"}
