@@ -42,7 +42,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.SetOutput(stderr)
 	o := &options{}
 	var hosts, via, key, cpuShare string
-	fs.IntVar(&o.n, "n", 0, "number of processes to start")
+	fs.IntVar(&o.n, "n", 0, "number of processes to start (with --directory-only: the number the directory gives its members as the application's size)")
 	fs.StringVar(&hosts, "hosts", "", "comma-separated hosts, used round robin (needs --via)")
 	fs.StringVar(&via, "via", "", "command template to start a process on {host}, e.g. 'ssh {host}' or 'ip netns exec {host}'; {cmd}, if present, is replaced by the shell-quoted command")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "TCP address the directory listens on (must be reachable from every host)")
@@ -58,7 +58,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.prices, "prices", "", "how often each process measures its links and reprices its routes, e.g. '10s', or 'off' (sets "+pcor.EnvPrices+"; default 30s)")
 	fs.StringVar(&o.groups, "groups", "", "explicit groups for hierarchical work stealing, e.g. '0-3;4-7' (sets "+hws.EnvGroups+")")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: pcorrun -n N [flags] program [args...]\n       pcorrun --directory-only [flags]\n")
+		fmt.Fprintf(stderr, "usage: pcorrun -n N [flags] program [args...]\n       pcorrun --directory-only [-n N] [flags]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

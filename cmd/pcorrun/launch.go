@@ -396,6 +396,8 @@ func serveDirectory(opts *options, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%s=%s\n%s=%s\n", directory.EnvCoord, coord, directory.EnvJobKey, directory.FormatJobKey(opts.jobKey))
 	if opts.n > 0 {
 		fmt.Fprintf(stdout, "%s=%d\n", directory.EnvSize, opts.n)
+	} else {
+		fmt.Fprintf(stderr, "pcorrun: no -n: the directory does not know how many processes the application has (its members' Directory().Size() is 0); give -n N for programs that read it\n")
 	}
 	select {
 	case <-ctx.Done():

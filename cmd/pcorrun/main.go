@@ -3,7 +3,7 @@
 //
 //	pcorrun -n 4 ./prog args...
 //	pcorrun -n 6 --hosts a,b,c --via 'ssh {host}' --listen 10.0.0.1:0 ./prog
-//	pcorrun --directory-only --listen 10.0.0.1:7000
+//	pcorrun --directory-only -n 4 --listen 10.0.0.1:7000
 //	pcorrun -n 3 --routes ./prog     (and kill -USR1 <pcorrun> for the tables again)
 //
 // Each process gets PCOR_COORD, PCOR_RANK, PCOR_SIZE and PCOR_JOBKEY (a

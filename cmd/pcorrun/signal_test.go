@@ -93,3 +93,37 @@ func TestDirectoryOnly(t *testing.T) {
 		t.Fatal("client did not see the directory go")
 	}
 }
+
+// Without -n the directory knows no size, which programs that wait for
+// every process need: --directory-only says so, and how to give it.
+func TestDirectoryOnlyWithoutSize(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "--directory-only", "--jobkey", "abc")
+	cmd.Env = append(os.Environ(), pcorrunMain+"=1")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	line := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Scan()
+		line <- sc.Text()
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case l := <-line:
+		if !strings.Contains(l, "-n N") {
+			t.Fatalf("stderr's first line %q: want it to ask for -n N", l)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("pcorrun --directory-only without -n said nothing on stderr in 20 s")
+	}
+}

@@ -78,7 +78,7 @@ func run(rounds int, delay time.Duration, visitors int, timeout time.Duration) e
 	defer node.Close()
 	size := node.Directory().Size()
 	if size < 1 {
-		return errors.New("the directory does not know how many processes were started (no launcher gave the size)")
+		return errors.New("the directory does not know how many processes were started (no launcher gave the size; a directory of pcorrun --directory-only needs -n N)")
 	}
 	w.start(size)
 	zeroGone := w.zeroGone
