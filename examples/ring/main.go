@@ -221,7 +221,7 @@ func passToken(ctx context.Context, t *pcor.Thread, me, size, rounds int, delay 
 			return fmt.Errorf("token counted %d hops, want %d", v, want)
 		}
 		el := time.Since(start)
-		fmt.Printf("ring of %d: %d rounds, %d hops in %v (%v per hop)\n", size, rounds, v, el.Round(time.Millisecond), (el / time.Duration(max(v, 1))).Round(time.Microsecond))
+		fmt.Printf("ring of %d: %d rounds, %d hops in %v (%v per hop)\n", size, rounds, v, el.Round(time.Microsecond), (el / time.Duration(max(v, 1))).Round(time.Microsecond))
 	}
 	return nil
 }
