@@ -266,6 +266,8 @@ func supervise(opts *options, procs []*proc, exits chan exit, sigs chan os.Signa
 	// first failure again only when it adds something (several failures, or
 	// a first failure that was not the one named).
 	var named []int
+	// The signal pcorrun was stopped with and passed on (Ctrl-C: SIGINT).
+	var passed syscall.Signal
 	stopping := false
 	var kill <-chan time.Time
 	stop := func() {
@@ -302,7 +304,9 @@ func supervise(opts *options, procs []*proc, exits chan exit, sigs chan os.Signa
 				signalAll(procs, syscall.SIGKILL)
 				continue
 			}
-			signalAll(procs, s.(syscall.Signal))
+			passed = s.(syscall.Signal)
+			logf("%v: passed on to every process (again to kill them at once)", passed)
+			signalAll(procs, passed)
 			stopping = true
 			kill = time.After(opts.grace)
 		case <-kill:
@@ -312,6 +316,11 @@ func supervise(opts *options, procs []*proc, exits chan exit, sigs chan os.Signa
 	}
 	if first == nil {
 		return 0
+	}
+	// A process ended by the signal pcorrun passed on is no failure to
+	// name: the line above said what stopped them.
+	if killedBy(first.err) == passed && passed != 0 {
+		return exitStatus(first.err)
 	}
 	if len(named) != 1 || named[0] != first.rank {
 		logf("rank %d%s %s (first failure)", first.rank, onHost(procs[first.rank].host), describe(first.err))
@@ -362,6 +371,17 @@ func exitStatus(err error) int {
 		}
 	}
 	return 1
+}
+
+// killedBy is the signal that ended a process, or 0.
+func killedBy(err error) syscall.Signal {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return ws.Signal()
+		}
+	}
+	return 0
 }
 
 func describe(err error) string {

@@ -8,7 +8,8 @@
 //
 // Each process gets PCOR_COORD, PCOR_RANK, PCOR_SIZE and PCOR_JOBKEY (a
 // random key per run); its output lines are prefixed with its rank. SIGINT
-// and SIGTERM are forwarded. When a process fails the others are stopped
+// and SIGTERM are forwarded (a second one kills the processes, as does the
+// end of --grace). When a process fails the others are stopped
 // and pcorrun exits with the failed process's status, naming its rank.
 // No process outlives pcorrun, even one killed with SIGKILL: local processes
 // get a parent-death signal, and --via processes run under a watchdog that

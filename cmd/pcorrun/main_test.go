@@ -48,6 +48,7 @@ func TestMain(m *testing.M) {
 //	join           join the directory and wait for all PCOR_SIZE members
 //	routes         join as a pcor node on a per-rank chain of networks, print the node's routes
 //	stubborn       print "pid N", ignore SIGINT, SIGTERM and SIGHUP, and sleep a minute
+//	idle           print "ready" and sleep 20 s, ended by any signal that ends a process
 func helper(mode string) int {
 	rank, _ := strconv.Atoi(os.Getenv("PCOR_RANK"))
 	switch {
@@ -80,6 +81,10 @@ func helper(mode string) int {
 		return waitSignal()
 	case mode == "routes":
 		return routesHelper()
+	case mode == "idle":
+		fmt.Println("ready")
+		time.Sleep(20 * time.Second)
+		return 0
 	case mode == "stubborn":
 		signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 		fmt.Printf("pid %d\n", os.Getpid())

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -60,6 +61,43 @@ func TestSignalForwarded(t *testing.T) {
 				t.Fatalf("%v: output lacks %q:\n%s", sig, want, all)
 			}
 		}
+	}
+}
+
+// Ctrl-C: pcorrun says it passed the interrupt on, and does not then name
+// the processes it ended as failures.
+func TestInterruptNotAFailure(t *testing.T) {
+	cmd := exec.Command(os.Args[0], "-n", "2", os.Args[0])
+	cmd.Env = append(os.Environ(), pcorrunMain+"=1", helperMode+"=idle")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	sc := bufio.NewScanner(out)
+	for ready := 0; ready < 2 && sc.Scan(); {
+		if strings.HasSuffix(sc.Text(), "ready") {
+			ready++
+		}
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	for sc.Scan() {
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 128+int(syscall.SIGINT) {
+		t.Fatalf("pcorrun ended with %v, want status %d\n%s", err, 128+int(syscall.SIGINT), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "pcorrun: interrupt: passed on to every process") || strings.Contains(stderr.String(), "failure") {
+		t.Fatalf("stderr:\n%s", stderr.String())
 	}
 }
 
