@@ -114,6 +114,12 @@ func ExampleFromEnv() {
 	}
 	defer node.Close()
 	size := node.Directory().Size() // the number of processes started
+	if size < 1 {
+		// A directory that was not told the size (pcorrun --directory-only
+		// without -n) gives 0.
+		fmt.Println("the launcher gave no size")
+		return
+	}
 	if err := node.Directory().Wait(ctx, size); err != nil {
 		fmt.Println(err)
 		return
