@@ -5,7 +5,8 @@
 //	go run ./examples/pingpong [-n rounds]
 //
 // The first process starts the second (the same binary) and tells it its
-// address; each prints what it does.
+// address; each prints what it does. It is not a program for pcorrun, which
+// it refuses: examples/ring is.
 package main
 
 import (
@@ -38,6 +39,10 @@ func main() {
 		return
 	}
 	log.SetPrefix("[0] ")
+	if os.Getenv("PCOR_RANK") != "" {
+		// Under pcorrun every rank would start a pair of its own.
+		log.Fatal("pingpong starts its own second process: run it alone (go run ./examples/pingpong), not under pcorrun")
+	}
 	if err := ping(*rounds); err != nil {
 		log.Fatal(err)
 	}
