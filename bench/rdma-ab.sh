@@ -7,7 +7,10 @@
 # and of each series' counters per round trip or message, both processes
 # (/cs context switches, /sys system calls (tracefs is mounted for them),
 # /cpu CPU µs): counters tell variants apart where TCG's timings cannot.
-# It also gives rxe's own counters' growth per command run (rxe CMD rnr:
+# It also gives the guest's CPU time split over each command run, in per
+# mille of both CPUs (cpu CMD user, sys, softirq, idle: /proc/stat; the
+# command's setup counts too), and rxe's own counters' growth per command
+# run (rxe CMD rnr:
 # receiver-not-ready NAKs received; retry: transport retries; exceeded:
 # retries run out, a queue pair failed; dup: duplicate requests).
 #
@@ -52,7 +55,7 @@ while getopts "r:c:o:t:Tsh" opt; do
 	t) CMD_TIMEOUT=$OPTARG ;;
 	T) TRACE=1 ;;
 	s) SUMMARY=1 ;;
-	*) sed -n '2,36p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
+	*) sed -n '2,39p' "$0" | sed 's/^# \{0,1\}//'; [ "$opt" = h ]; exit ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -81,6 +84,9 @@ trace() {
 }
 # rxe's counters of the device (receiver-not-ready NAKs received, transport
 # retries, retries exhausted, duplicate requests), before and after each command.
+# The guest's CPU time during each command, from /proc/stat: per mille
+# of all CPUs' time in user, system, softirq and idle (with iowait).
+cpustat() { head -n 1 /proc/stat; }
 rxe() {
 	hw=/sys/class/infiniband/\${RDMA_VM_DEV:-rxe0}/ports/1/hw_counters
 	for f in rcvd_rnr_err completer_retry_err retry_exceeded_err duplicate_request; do printf '%s ' \$(cat \$hw/\$f 2>/dev/null || echo 0); done
@@ -97,6 +103,7 @@ for r in \$(seq 1 $ROUNDS); do
 			echo \"### round \$r variant \$name: \$c\"
 			trace ''
 			hw0=\$(rxe)
+			st0=\$(cpustat)
 			t0=\$(cut -d' ' -f1 /proc/uptime)
 			bounded $CMD_TIMEOUT ./\$bin \$c 2>/tmp/err
 			rc=\$?
@@ -109,6 +116,7 @@ for r in \$(seq 1 $ROUNDS); do
 				echo '### stalled samples'; tail -n 400 /tmp/err
 			fi
 			echo \"### rxe \$hw0 -> \$(rxe)\"
+			echo \"### cpu \$st0 -> \$(cpustat)\"
 			if [ $TRACE = 1 ]; then
 				echo '### syscalls'; grep -E '^\\{ id:' \$T/events/raw_syscalls/sys_enter/hist
 				echo '### switches'; grep -E '^\\{ prev_comm: bench' \$T/events/sched/sched_switch/hist
@@ -148,6 +156,20 @@ awk '
 /^### rxe / {
 	split("rnr retry exceeded dup", rxn, " ")
 	for (k = 1; k <= 4; k++) { key = "rxe " cmd " " rxn[k]; vals[v, key] = vals[v, key] " " ($(k + 7) - $(k + 2)); keys[key] = 1 }
+	next
+}
+# "### cpu cpu U N S I W Q SQ ... -> cpu U N S I W Q SQ ...": per mille of
+# the guest CPU time in user (with nice), system, softirq (with irq),
+# idle (with iowait) during the command.
+/^### cpu / {
+	for (k = 4; k <= NF && $k != "->"; k++) b[k - 3] = $k
+	nb = k - 4; tot = 0
+	for (j = 1; j <= nb; j++) { d[j] = $(k + 1 + j) - b[j]; tot += d[j] }
+	if (tot > 0) {
+		split("user sys softirq idle", cn, " ")
+		cv[1] = d[1] + d[2]; cv[2] = d[3]; cv[3] = d[6] + d[7]; cv[4] = d[4] + d[5]
+		for (j = 1; j <= 4; j++) { key = "cpu " cmd " " cn[j]; vals[v, key] = vals[v, key] " " int(1000 * cv[j] / tot + 0.5); keys[key] = 1 }
+	}
 	next
 }
 /^### switches/ { next }
