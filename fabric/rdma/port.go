@@ -50,7 +50,7 @@ type Stats struct {
 	CMDropped        uint64 // connection-manager messages dropped: malformed, or no room to send
 	Foreign          uint64 // connection-manager messages of another job, dropped (a REQ is answered REJ)
 	ZeroCopy         uint64 // datagrams sent with the body read in place
-	Yields           uint64 // empty Polls that gave the CPU up (sched_yield)
+	Yields           uint64 // times a Poll (empty) or a Wait spinning gave the CPU up (sched_yield)
 	Held             uint64 // datagrams given back by the receiver (Hold), with those after them
 	KeepAlives       uint64 // keep-alive READs answered
 	Connects         uint64 // queue pairs brought to RTS (both directions)
@@ -122,6 +122,7 @@ type Port struct {
 	recvMu      sync.Mutex  // the consumer: Receive/Poll, idleSince, idlePolls
 	idleSince   time.Time   // first of the current run of empty Polls
 	idlePolls   uint64      // empty Polls in that run
+	waitSlept   atomic.Bool // the last Wait lasted longer than waitSpin: the next spins blockSpin
 	interrupted atomic.Bool // Interrupt called: the next Wait or Park returns
 
 	allocMu sync.RWMutex

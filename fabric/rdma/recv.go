@@ -69,7 +69,10 @@ func (p *Port) receive(msgs [][]byte, how int, deadline time.Time) (int, error) 
 	}
 	spinFor := blockSpin
 	if how == recvIntr && !deadline.IsZero() {
-		spinFor = waitSpin
+		// Unless the Wait before lasted longer (see waitSpin).
+		if !p.waitSlept.Load() {
+			spinFor = waitSpin
+		}
 	}
 	for {
 		// A poll first: the completion channel costs an interrupt and a
@@ -88,6 +91,7 @@ func (p *Port) receive(msgs [][]byte, how int, deadline time.Time) (int, error) 
 			if el > blockSpin {
 				// The datagram comes from rxe's kernel work, which needs
 				// this CPU as much as the peer's threads do.
+				p.stats.yields.Add(1)
 				unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 			}
 		}
@@ -156,7 +160,14 @@ func (p *Port) receive(msgs [][]byte, how int, deadline time.Time) (int, error) 
 // already polled a while) polls for waitSpin, yielding the CPU after
 // blockSpin: a completion channel's event and the wake-up of the sleeping
 // thread cost more than that where the CPUs are emulated or halt when
-// idle, and the answer to a message often comes within it.
+// idle, and the answer to a message often comes within it. When it did
+// not, the last time (that Wait lasted longer than waitSpin: it slept, or
+// was interrupted, or its deadline came), the next Wait polls only
+// blockSpin: in a stream, where each message is waited for milliseconds
+// (the end of a rendezvous read, the done message of one), or in each
+// slice of a long wait, the spin only took the CPU from the kernel's
+// soft-RoCE work that the stream waits for, in system calls (yields)
+// of the emulated CPU.
 const (
 	pollSpin  = 50 * time.Microsecond
 	blockSpin = 10 * time.Microsecond

@@ -18,7 +18,12 @@ var _ fabric.Waiter = (*Port)(nil)
 // satisfying errors.Is(err, os.ErrDeadlineExceeded) once a non-zero
 // deadline has passed.
 func (p *Port) Wait(msgs [][]byte, deadline time.Time) (int, error) {
-	return p.receive(msgs, recvIntr, deadline)
+	start := time.Now()
+	n, err := p.receive(msgs, recvIntr, deadline)
+	// However it ended (a datagram, Interrupt, the deadline): a Wait
+	// longer than its spin makes the next one spin briefly (waitSpin).
+	p.waitSlept.Store(time.Since(start) > waitSpin)
+	return n, err
 }
 
 // Park is Wait without a deadline.

@@ -114,3 +114,58 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestWaitSpinsBrieflyAfterLongWait: a Wait that lasted longer than
+// waitSpin (here, to its deadline) makes the next one spin only
+// blockSpin, which ends before the spin would give the CPU up: idle Waits
+// after a long one yield no more. A Wait that found its datagram at once
+// makes the next one spin waitSpin again, yielding.
+func TestWaitSpinsBrieflyAfterLongWait(t *testing.T) {
+	a := listenOrSkip(t, Config{})
+	b := listenOrSkip(t, Config{})
+	msgs := make([][]byte, a.BatchSize())
+	idle := func() {
+		t.Helper()
+		if n, err := a.Wait(msgs, time.Now().Add(5*time.Millisecond)); n != 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatalf("Wait on an idle port: %d, %v; want the deadline", n, err)
+		}
+	}
+	idle() // 5 ms: longer than its spin
+	y0 := a.Stats().Yields
+	for range 5 {
+		idle()
+	}
+	if y := a.Stats().Yields - y0; y != 0 {
+		t.Fatalf("5 idle Waits after a long one gave the CPU up %d times; want a brief spin, with none", y)
+	}
+
+	// A quick Wait (by this test's clock, which spans the port's), then
+	// an idle one, until the idle one spins long enough to yield: on a
+	// loaded host one pass of the spin may outlast it.
+	for try := 0; ; try++ {
+		if try == 50 {
+			t.Fatal("no idle Wait after a quick one spun long enough to yield, in 50 tries")
+		}
+		if _, err := b.Send([]fabric.Datagram{{Body: []byte("x"), To: a.LocalEndpoint()}}); err != nil {
+			t.Fatal(err)
+		}
+		// Most often in the receive queue before the Wait begins (the
+		// sender's doorbell carries it there); a Wait that is not quick
+		// is tried again.
+		time.Sleep(2 * time.Millisecond)
+		start := time.Now()
+		n, err := a.Wait(msgs, time.Now().Add(10*time.Second))
+		quick := time.Since(start) <= waitSpin
+		if err != nil || n != 1 || string(msgs[0]) != "x" {
+			t.Fatalf("Wait for a datagram: %d, %v", n, err)
+		}
+		if !quick {
+			continue
+		}
+		y0 := a.Stats().Yields
+		idle()
+		if a.Stats().Yields > y0 {
+			return
+		}
+	}
+}
