@@ -40,3 +40,31 @@ func TestPollYields(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkPollEmpty is the cost of a Poll of an idle port: how often a
+// polling thread looks at the receive ring, to set beside a round trip and
+// BenchmarkCQPollEmpty in internal/verbs (measured in the same boot).
+// spin: each Poll as within the first pollSpin of a wait, with no yield;
+// idle: yields included (every 16th Poll after pollSpin).
+func BenchmarkPollEmpty(b *testing.B) {
+	a := listenOrSkip(b, Config{})
+	msgs := make([][]byte, a.BatchSize())
+	for _, idle := range []bool{false, true} {
+		name := "spin"
+		if idle {
+			name = "idle"
+		}
+		b.Run(name, func(b *testing.B) {
+			y0 := a.Stats().Yields
+			for b.Loop() {
+				if !idle {
+					a.idleSince = time.Time{} // a run of empty polls begins
+				}
+				if n, err := a.Poll(msgs); n != 0 || err != nil {
+					b.Fatalf("poll of an idle port: %d %v", n, err)
+				}
+			}
+			b.ReportMetric(float64(a.Stats().Yields-y0)/float64(b.N), "yields/op")
+		})
+	}
+}

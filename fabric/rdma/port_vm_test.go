@@ -11,7 +11,7 @@ import (
 	"github.com/pcor-go/pcor/fabric"
 )
 
-func listenOrSkip(t *testing.T, cfg Config) *Port {
+func listenOrSkip(t testing.TB, cfg Config) *Port {
 	t.Helper()
 	requireDevice(t)
 	p, err := Listen(cfg)

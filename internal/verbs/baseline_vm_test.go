@@ -45,3 +45,26 @@ func BenchmarkBaselineWriteBW(b *testing.B) {
 	}
 	b.ReportMetric(r.MBps(), "MB/s")
 }
+
+// BenchmarkCQPollEmpty is the cost of a poll of an empty completion
+// queue's ring (the raw verbs ends' busy poll, without their yield every
+// 256th): set beside BenchmarkPollEmpty in fabric/rdma.
+func BenchmarkCQPollEmpty(b *testing.B) {
+	d := requireDevice(b)
+	ctx, err := Open(d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ctx.Close()
+	cq, err := ctx.CreateCQ(64, false)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cq.Close()
+	wcs := make([]WC, 16)
+	for b.Loop() {
+		if n := cq.Poll(wcs); n != 0 {
+			b.Fatalf("poll of an empty queue: %d", n)
+		}
+	}
+}
