@@ -21,7 +21,9 @@ import (
 // TestMain lets the test binary act as the peer process of the
 // multi-process tests.
 func TestMain(m *testing.M) {
-	if role := os.Getenv("PCOR_SHM_TEST_ROLE"); role != "" {
+	if role := os.Getenv("PCOR_SHM_TEST_ROLE"); role == "memory" {
+		os.Exit(memoryPeer())
+	} else if role != "" {
 		os.Exit(runRole(role))
 	}
 	os.Exit(m.Run())

@@ -24,6 +24,7 @@ type stats struct {
 	cmaReads   atomic.Uint64 // messages read from a sender's memory
 	cmaBytes   atomic.Uint64 // bytes read so
 	cmaSplit   atomic.Uint64 // of those reads, the ones shared by two threads
+	cmaHelped  atomic.Uint64 // chunks of those read by the helper
 	cmaRefused atomic.Uint64 // senders whose memory the kernel would not let this port read
 }
 
@@ -52,8 +53,10 @@ type Stats struct {
 	// whose memory the kernel would not let this port read (their
 	// messages come in ring fragments).
 	CMAReads, CMABytes, CMARefused uint64
-	// CMAShared counts the reads of CMAReads shared by two threads.
-	CMAShared uint64
+	// CMAShared counts the reads of CMAReads shared by two threads, and
+	// CMAHelped the chunks of those (256 KiB each) that the helper
+	// thread read.
+	CMAShared, CMAHelped uint64
 }
 
 // Stats returns the port's counters.
@@ -70,6 +73,6 @@ func (p *Port) Stats() Stats {
 		TakenWaits: s.takenWaits.Load(),
 		Wakes:      s.wakes.Load(), Sleeps: s.sleeps.Load(), Corrupt: s.corrupt.Load(), Reclaimed: s.reclaimed.Load(),
 		Held: s.held.Load(), CMAReads: s.cmaReads.Load(), CMABytes: s.cmaBytes.Load(), CMARefused: s.cmaRefused.Load(),
-		CMAShared: s.cmaSplit.Load(),
+		CMAShared: s.cmaSplit.Load(), CMAHelped: s.cmaHelped.Load(),
 	}
 }
