@@ -4,6 +4,7 @@ package shm
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"strconv"
@@ -243,8 +244,7 @@ func addrOf(b []byte) uint64 { return uint64(uintptr(unsafe.Pointer(&b[0]))) }
 func positions(n, seed int) []byte {
 	b := make([]byte, n+3)
 	for i := 0; i < n; i += 4 {
-		v := uint32(i*2654435761) ^ uint32(seed)
-		b[i], b[i+1], b[i+2], b[i+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+		binary.LittleEndian.PutUint32(b[i:], uint32(i*2654435761)^uint32(seed))
 	}
 	return b[:n]
 }
