@@ -81,3 +81,27 @@ func FuzzParseCMMsg(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseUDAddr: a port's endpoint (GID:QPN) reaches other processes
+// through the directory: any text is refused or gives an address with a
+// valid queue pair number whose endpoint parses back to it.
+func FuzzParseUDAddr(f *testing.F) {
+	f.Add("10.0.2.15:17")
+	f.Add("[fe80::1]:16777215")
+	f.Add("[::ffff:10.0.0.1]:2")
+	f.Add("10.0.0.1:1")
+	f.Add("10.0.0.1:16777216")
+	f.Add("host:99")
+	f.Fuzz(func(t *testing.T, s string) {
+		a, err := parseUDAddr(s)
+		if err != nil {
+			return
+		}
+		if !validQPN(a.qpn) {
+			t.Fatalf("%q parsed with queue pair number %d", s, a.qpn)
+		}
+		if again, err := parseUDAddr(string(a.endpoint())); err != nil || again != a {
+			t.Fatalf("%q: %+v, whose endpoint %q parses as %+v, %v", s, a, a.endpoint(), again, err)
+		}
+	})
+}
