@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/pcor-go/pcor/fabric"
 	"github.com/pcor-go/pcor/fabric/mem"
 	"github.com/pcor-go/pcor/internal/wire"
 )
@@ -44,6 +45,31 @@ func FuzzHandle(f *testing.F) {
 	n := mem.NewNetwork()
 	a, _ := n.Listen("fa")
 	b, _ := n.Listen("fb")
+	fuzzHandle(f, a, b, 0)
+}
+
+// FuzzHandleReliable is FuzzHandle on a port of the reliable path (a
+// fabric.Holder, protected), every Data and Abort datagram marked
+// wire.FlagReliable: whole messages, fragments and bundles of the reliable
+// path with forged geometry, order and overlaps.
+func FuzzHandleReliable(f *testing.F) {
+	f.Add(uint8(wire.Data), uint32(1000), uint64(250), uint32(0), uint64(0), uint64(0), []byte("x"))
+	f.Add(uint8(wire.Data), uint32(300), uint64(301), uint32(1), uint64(1), uint64(1), []byte("y"))
+	f.Add(uint8(wire.Data), uint32(1200), uint64(8<<20), uint32(3), uint64(2), uint64(2), []byte("z"))
+	f.Add(uint8(wire.Abort), uint32(0), uint64(0), uint32(0), uint64(2), uint64(3), []byte{})
+	subs := []wire.Sub{{SrcThread: 0, DstThread: 0, Tag: 1, Len: 3}, {SrcThread: 1, DstThread: 2, Tag: -1, Len: 64, Flags: wire.FlagAckNow}}
+	f.Add(uint8(fuzzBundle|wire.Data), uint32(1000), uint64(0), uint32(0), uint64(5), uint64(9), fuzzSubs(subs))
+	f.Add(uint8(fuzzBundle|wire.Data), uint32(2), uint64(0), uint32(0), uint64(63), uint64(8191), fuzzSubs(append(subs, subs...)))
+	f.Add(uint8(fuzzRndv|wire.Data), uint32(1000), uint64(9), uint32(0), uint64(7), uint64(6), []byte{rndvWithdraw, 1, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(uint8(fuzzRndv|wire.Data), uint32(1000), uint64(3), uint32(0), uint64(8), uint64(10), []byte{rndvWithdraw, 1, 0})
+	a, b := legPorts(fabric.Reliable | fabric.Protected)
+	fuzzHandle(f, a, b, wire.FlagReliable)
+}
+
+// fuzzHandle runs FuzzHandle's datagrams through the dispatcher of port a,
+// as sent by process 1 from b, with reliable (0 or wire.FlagReliable) set
+// on every Data and Abort datagram.
+func fuzzHandle(f *testing.F, a, b fabric.Port, reliable uint8) {
 	const budget = 1 << 20
 	e, err := New(Config{Proc: 0, JobKey: 1, RecvBudget: budget, MaxMessage: 1 << 30})
 	if err != nil {
@@ -78,21 +104,29 @@ func FuzzHandle(f *testing.F) {
 			}
 			body = make([]byte, wire.FragLen(total, fragSize, idx))
 		}
+		if kind == uint8(wire.Data) || kind == uint8(wire.Abort) {
+			flags |= reliable
+		}
 		h := wire.Header{Kind: wire.Kind(kind), Flags: flags, AckCum: ackCum, JobKey: 1, SrcProc: 1, DstProc: 0, FragSize: fragSize,
 			Total: total, FragIndex: idx, MsgID: msgID % 64, Seq: seq % 8192}
 		pkt := make([]byte, wire.HeaderSize+len(body))
 		h.Encode(pkt[:wire.HeaderSize], body)
 		copy(pkt[wire.HeaderSize:], body)
 		if flags&wire.FlagBundle != 0 {
-			if _, _, err := wire.Decode(pkt, 1); err != nil {
+			if _, _, err := wire.DecodeProtected(pkt, 1); err != nil {
 				t.Fatalf("bundle built refused: %v", err)
 			}
 		}
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		before := ms.HeapAlloc
-		d.batchAt = 0 // a batch of its own (handleBatch)
-		d.handle(pkt)
+		// A batch of its own (as handleBatch).
+		d.batchAt = 0
+		d.beginBatch()
+		if d.handle(pkt); d.held {
+			d.hold(0) // back in the fabric, which gives it up here
+		}
+		d.endBatch()
 		d.flush()
 		runtime.ReadMemStats(&ms)
 		if grown := int64(ms.HeapAlloc) - int64(before); grown > fuzzHeapPerDatagram {
