@@ -3,6 +3,8 @@ package shm
 import (
 	"encoding/binary"
 	"errors"
+	"path/filepath"
+	"strings"
 	"testing"
 	"unsafe"
 )
@@ -158,4 +160,31 @@ func stateZ(b []byte) bool {
 		}
 	}
 	return false
+}
+
+// FuzzParseEndpoint: an endpoint reaches this process from the directory,
+// and its name becomes a file name in the segment directory: any text is
+// refused with ErrBadEndpoint or gives a name that stays in that directory
+// (no separator, no leading dot) and an endpoint that prints back to it.
+func FuzzParseEndpoint(f *testing.F) {
+	f.Add("3f2a9c1e/pcor-1234-0")
+	f.Add("host/../etc")
+	f.Add("host/.hidden")
+	f.Add("/name")
+	f.Add("host/a/b")
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := ParseEndpoint(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadEndpoint) {
+				t.Fatalf("error %v is not ErrBadEndpoint", err)
+			}
+			return
+		}
+		if e.Host == "" || e.Name == "" || e.Name[0] == '.' || strings.ContainsAny(e.Name, "/\x00") || filepath.Base(e.Name) != e.Name {
+			t.Fatalf("%q accepted as %+v", s, e)
+		}
+		if e.String() != s {
+			t.Fatalf("%q accepted as %+v, printed %q", s, e, e.String())
+		}
+	})
 }
