@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -205,8 +206,14 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 	}
 	sort.SliceStable(rs, func(i, j int) bool { return rs[i].minSize < rs[j].minSize })
 	rs[0].minSize = 0
+	var pumpAfter *peer // a peer to pump once peersMu is released
 	e.peersMu.Lock()
-	defer e.peersMu.Unlock()
+	defer func() {
+		e.peersMu.Unlock()
+		if pumpAfter != nil {
+			pumpAfter.pump()
+		}
+	}()
 	delete(e.down, proc)
 	old := *e.peers.Load()
 	p := old[proc]
@@ -227,13 +234,32 @@ func (e *Engine) SetRoutes(proc ProcID, specs []RouteSpec) error {
 		m[proc] = p
 		e.setPeers(m)
 	}
+	// The open bundle's messages were given ids for their route: if it
+	// is no longer the peer's, on the reliable path, they become queued
+	// requests for the new routes (openbundle.go), turned under p.mu with
+	// the change, so that none is appended after it for the old routes.
+	rel := reliableRoutes(rs, direct)
+	p.mu.Lock()
+	unbundled := false
+	if ob := p.ob.rt; ob != nil && (!rel || !slices.Contains(rs, ob)) {
+		unbundled = p.unbundleLocked()
+	}
 	p.routes.Store(&rs)
 	if fwd != nil {
 		p.fwd.Store(&fwd)
 	} else {
 		p.fwd.Store(nil)
 	}
-	p.reliable.Store(reliableRoutes(rs, direct))
+	p.reliable.Store(rel)
+	if unbundled && rel {
+		p.armFlushLocked() // sent as deferred messages are
+	} else if unbundled && p.tx.pendingSince == 0 {
+		p.tx.pendingSince = nanotime() // the datagram path's timers start
+	}
+	p.mu.Unlock()
+	if unbundled && !rel {
+		pumpAfter = p
+	}
 	e.resumeHeld() // datagrams from the peer may have come first
 	return nil
 }

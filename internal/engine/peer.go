@@ -119,6 +119,11 @@ type peer struct {
 	// (relbundle.go), and flushTimer (guarded by mu) will send them.
 	flushArmed atomic.Bool
 	flushTimer *time.Timer
+	// ob is the open bundle of small posted copies (openbundle.go),
+	// guarded by mu; obSpare is the body the thread transmitting to the
+	// peer sends the last one from, guarded by sendMu.
+	ob      openBundle
+	obSpare []byte
 	// behindSkips counts the looks at whether the destination is behind
 	// that a message deferred while others wait skipped (deferBehind).
 	behindSkips atomic.Uint32
@@ -373,6 +378,7 @@ func (p *peer) fail(err error) {
 		return
 	}
 	p.tx.failed = err
+	p.dropOpenLocked()
 	reqs := p.drainTxLocked()
 	p.mu.Unlock()
 	p.e.rndvFailPeer(p, err)
@@ -388,6 +394,7 @@ func (p *peer) fail(err error) {
 // the new process.
 func (p *peer) restartTx() {
 	p.mu.Lock()
+	p.unbundleLocked() // its messages start again with the rest
 	reqs := p.drainTxLocked()
 	failed := p.tx.failed
 	p.tx = txStream{}

@@ -52,6 +52,27 @@ func (e *Engine) Post(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag,
 	if len(data) > EagerLimit || dstProc == e.cfg.Proc {
 		return ErrTooLarge
 	}
+	if len(data) <= bundleMax && int64(len(data)) <= e.cfg.MaxMessage && !e.closed.Load() {
+		if p := e.peer(dstProc); p != nil && p.reliable.Load() && p.appendOpen(src, dstThread, tag, data) {
+			return nil
+		}
+	}
+	r := e.postedCopy(src, dstProc, dstThread, tag, data)
+	r.refs.Store(1) // held until isend has returned: nobody frees r before
+	e.isend(r)
+	var err error
+	if r.state.Load() == stateDone {
+		err = r.err // failed at once
+	}
+	r.refs.Add(-1)
+	r.free()
+	return err
+}
+
+// postedCopy returns a posted request, taken from the pool, that carries
+// a copy of data from thread src to thread dstThread of process dstProc
+// with tag, its memory counted in postedBytes. refs is left to the caller.
+func (e *Engine) postedCopy(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag, data []byte) *Request {
 	r := e.posts.get()
 	if r == nil {
 		// Nobody waits on a posted request (the caller gets its error,
@@ -61,7 +82,6 @@ func (e *Engine) Post(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag,
 		r = &Request{eng: e, kind: sendReq, pooled: true} // pooled for its whole life
 	}
 	r.reset()
-	r.refs.Store(1) // held until isend has returned: nobody frees r before
 	r.kind = sendReq
 	r.setSend(src, dstProc, dstThread, tag, nil)
 	if r.box != nil && sizeClass(len(data)) == sizeClass(cap(*r.box)) {
@@ -74,14 +94,7 @@ func (e *Engine) Post(src ThreadID, dstProc ProcID, dstThread ThreadID, tag Tag,
 	}
 	copy(r.data, data)
 	e.postedBytes.Add(int64(cap(r.data)) + postCost)
-	e.isend(r)
-	var err error
-	if r.state.Load() == stateDone {
-		err = r.err // failed at once
-	}
-	r.refs.Add(-1)
-	r.free()
-	return err
+	return r
 }
 
 // lingerPosted gives posted sends still unacknowledged a while to be

@@ -49,17 +49,7 @@ func (p *peer) deferLocked(r *Request, behind bool) bool {
 	}
 	t.deferred++
 	t.deferBytes += wire.SubSize + len(r.data)
-	// Armed already for every message of a bundle but its first: the
-	// look spares those a compare-and-swap (a locked instruction) that
-	// would fail.
-	if !p.flushArmed.Load() && p.flushArmed.CompareAndSwap(false, true) {
-		p.e.deferring.Add(1)
-		if p.flushTimer == nil {
-			p.flushTimer = time.AfterFunc(deferFlush, p.flushDeferred)
-		} else {
-			p.flushTimer.Reset(deferFlush)
-		}
-	}
+	p.armFlushLocked()
 	return true
 }
 

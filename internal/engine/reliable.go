@@ -135,7 +135,7 @@ func (p *peer) pumpReliable() {
 func (p *peer) reliableQueued() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.reliableHeadLocked() != nil
+	return p.reliableHeadLocked() != nil || p.openWaitsLocked()
 }
 
 // reliableHeadLocked returns the head of the queue if it waits to be
@@ -157,6 +157,14 @@ func (p *peer) transmitQueuedLocked() {
 	defer e.putBatch(b)
 	for {
 		p.mu.Lock()
+		if p.openWaitsLocked() {
+			// The open bundle's messages go before anything queued
+			// (openbundle.go).
+			if !p.transmitOpenLocked(b) {
+				return
+			}
+			continue
+		}
 		r := p.reliableHeadLocked()
 		if r == nil {
 			p.mu.Unlock()
@@ -244,7 +252,8 @@ func (p *peer) settleReliable(reqs []*Request, lost uint32, err error) bool {
 // without queueing it, the batch and the pass of the queue that
 // transmitQueuedLocked makes. It reports false, having done nothing, when
 // r needs the queue (more than one datagram, another thread transmitting,
-// the peer failed); p.mu is held, and released when it reports true.
+// the peer failed, messages in the open bundle, which go first); p.mu is
+// held, and released when it reports true.
 func (p *peer) shortLocked(r *Request) bool {
 	t := &p.tx
 	rs := p.routes.Load()
@@ -253,7 +262,7 @@ func (p *peer) shortLocked(r *Request) bool {
 	}
 	rt := rs.pick(int64(len(r.data)))
 	fragSize := fragSizeFor(uint64(len(r.data)), rt.maxDg-wire.HeaderSize)
-	if fragSize == 0 || wire.FragCount(uint64(len(r.data)), fragSize) != 1 || !p.sendMu.TryLock() {
+	if fragSize == 0 || wire.FragCount(uint64(len(r.data)), fragSize) != 1 || p.ob.n != 0 || !p.sendMu.TryLock() {
 		return false
 	}
 	if t.deferred != 0 {

@@ -1,0 +1,143 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// TestOpenBundleKeepsOrder: small posted copies go into the open bundle
+// while the destination is behind (its stream from the sender locked, so
+// that it takes nothing), mixed with messages too large for a bundle
+// (relMessage), which take a request and would take the short path with
+// nothing queued, and sends that are not posted copies, whose post flushes
+// what waits: every message arrives once, whole and in the order posted.
+// The open bundle's messages, given their ids as they were appended, leave
+// before any message posted after them.
+func TestOpenBundleKeepsOrder(t *testing.T) {
+	old := deferFlush
+	deferFlush = time.Hour // only the sends themselves flush
+	t.Cleanup(func() { deferFlush = old })
+	e0, e1, _, _ := shmPair(t, Config{Rendezvous: -1})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n = 2000
+	p1, p0 := e1.peer(0), e0.peer(1)
+	if p1 == nil || p0 == nil {
+		t.Fatal("the engines do not know each other")
+	}
+	p1.rxmu.Lock()
+	held := true
+	defer func() {
+		if held {
+			p1.rxmu.Unlock()
+		}
+	}()
+	opened := make(chan struct{})
+	posted := make(chan error, 1)
+	go func() {
+		opened := opened // closed once, then nil here
+		for i := range n {
+			var err error
+			if i%50 == 49 {
+				e0.post(e0.newSend(0, 1, 0, Tag(i), relMessage(i)))
+			} else {
+				err = e0.Post(0, 1, 0, Tag(i), relMessage(i))
+			}
+			if err != nil {
+				posted <- err
+				return
+			}
+			if opened != nil {
+				p0.mu.Lock()
+				open := p0.ob.n != 0
+				p0.mu.Unlock()
+				if open {
+					close(opened)
+					opened = nil
+				}
+			}
+		}
+		posted <- nil
+	}()
+	select {
+	case <-opened:
+	case err := <-posted:
+		t.Fatalf("the posts ended (%v) with no message in an open bundle", err)
+	case <-ctx.Done():
+		t.Fatal("no message went into an open bundle")
+	}
+	p1.rxmu.Unlock()
+	held = false
+	receiveInOrder(ctx, t, e1, n)
+	if err := <-posted; err != nil {
+		t.Fatal(err)
+	}
+	s, r := e0.Stats()[0], e1.Stats()[0]
+	t.Logf("sender: %d datagrams, %d bundles of %d messages", s.FragsSent, s.BundlesSent, s.MessagesBundled)
+	if s.MessagesSent != n || r.MessagesRecv != n || r.DroppedTotal != 0 {
+		t.Errorf("%d messages sent, %d received, %d dropped %v", s.MessagesSent, r.MessagesRecv, r.DroppedTotal, r.Drops)
+	}
+	if b := e0.postedBytes.Load(); b != 0 {
+		t.Errorf("%d bytes of posted copies counted with every message received", b)
+	}
+}
+
+// TestOpenBundleDroppedWithPeer: messages in the open bundle of a peer
+// that goes away (the receiver, behind with its one control block taken
+// and the next message held, closes) are dropped with it, as its queued
+// posted copies are, without being sent: the bundle's memory leaves
+// postedBytes, and the next post to the peer fails.
+func TestOpenBundleDroppedWithPeer(t *testing.T) {
+	old := deferFlush
+	deferFlush = time.Hour // nothing sends the open bundle but the test
+	t.Cleanup(func() { deferFlush = old })
+	e0, e1, _, _ := shmPair(t, Config{MCBs: 1, Rendezvous: -1})
+	p0 := e0.peer(1)
+	// Two messages not posted as copies (never deferred): the receiver
+	// takes the first and holds the second.
+	for i := range 2 {
+		e0.post(e0.newSend(0, 1, 0, Tag(i), relMessage(i)))
+	}
+	for deadline := time.Now().Add(30 * time.Second); e1.Stats()[0].Holds == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the receiver never held a message")
+		}
+	}
+	open := 0
+	for i := 2; i < 50 && open == 0; i++ {
+		if err := e0.Post(0, 1, 0, Tag(i), relMessage(i%36)); err != nil {
+			t.Fatalf("post %d: %v", i, err)
+		}
+		p0.mu.Lock()
+		open = p0.ob.n
+		p0.mu.Unlock()
+	}
+	if open == 0 {
+		t.Fatal("no message went into an open bundle while the receiver was behind")
+	}
+	if b := e0.postedBytes.Load(); b < openCost {
+		t.Fatalf("%d bytes of posted copies counted with a bundle open, want at least %d", b, openCost)
+	}
+	e1.Close()
+	// No post meanwhile: it would send the open bundle.
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); err == nil && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+		p0.mu.Lock()
+		err = p0.tx.failed
+		p0.mu.Unlock()
+	}
+	if err == nil {
+		t.Fatal("the closed receiver was not found gone")
+	}
+	p0.mu.Lock()
+	open = p0.ob.n
+	p0.mu.Unlock()
+	if b := e0.postedBytes.Load(); b != 0 || open != 0 {
+		t.Fatalf("after the receiver closed (%v): %d bytes of posted copies counted, %d messages in the open bundle", err, b, open)
+	}
+	if err := e0.Post(0, 1, 0, 0, relMessage(0)); err == nil {
+		t.Fatal("a post to the closed receiver succeeded")
+	}
+}
