@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"testing"
 	"time"
+
+	"github.com/pcor-go/pcor/fabric/mem"
 )
 
 // TestOpenBundleKeepsOrder: small posted copies go into the open bundle
@@ -139,5 +142,92 @@ func TestOpenBundleDroppedWithPeer(t *testing.T) {
 	}
 	if err := e0.Post(0, 1, 0, 0, relMessage(0)); err == nil {
 		t.Fatal("a post to the closed receiver succeeded")
+	}
+}
+
+// TestOpenBundleRouteChange: messages in the open bundle when the peer's
+// route moves from shared memory to a datagram port (memory fabric) leave
+// by the new route, after the message sent before the change and before
+// those posted after it, each once: nothing goes by the old route once it
+// changed. The receiver is kept behind by its stream from the sender
+// locked.
+func TestOpenBundleRouteChange(t *testing.T) {
+	old := deferFlush
+	deferFlush = time.Hour // nothing sends the open bundle but the test
+	t.Cleanup(func() { deferFlush = old })
+	a, b := shmPorts(t)
+	e0, e1 := pair(t, a, b, Config{Rendezvous: -1})
+	net := mem.NewNetwork()
+	m0, _ := net.Listen("m0")
+	m1, _ := net.Listen("m1")
+	if _, err := e0.AddPort(m0, Blocking); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e1.AddPort(m1, Blocking); err != nil {
+		t.Fatal(err)
+	}
+	// The receiver answers (acknowledges) by the memory fabric.
+	if err := e1.SetRoutes(0, []RouteSpec{{Port: 1, Endpoint: "m0"}}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	p0, p1 := e0.peer(1), e1.peer(0)
+	p1.rxmu.Lock()
+	held := true
+	defer func() {
+		if held {
+			p1.rxmu.Unlock()
+		}
+	}()
+	// A message not posted as a copy (never deferred), which the
+	// receiver does not take; then posted copies, behind it.
+	e0.post(e0.newSend(0, 1, 0, 0, relMessage(0)))
+	next, open := 1, 0
+	for deadline := time.Now().Add(30 * time.Second); open == 0 && next < 1000; next++ {
+		if err := e0.Post(0, 1, 0, Tag(next), relMessage(next%36)); err != nil {
+			t.Fatalf("post %d: %v", next, err)
+		}
+		p0.mu.Lock()
+		open = p0.ob.n
+		p0.mu.Unlock()
+		if time.Now().After(deadline) {
+			break
+		}
+	}
+	if open == 0 {
+		t.Fatal("no message went into the open bundle while the receiver was behind")
+	}
+	if err := e0.SetRoutes(1, []RouteSpec{{Port: 1, Endpoint: "m1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if p0.reliable.Load() {
+		t.Fatal("the peer is still on the reliable path by the memory fabric")
+	}
+	shmSent := e0.Stats()[0].FragsSent
+	for n := next + 20; next < n; next++ {
+		if err := e0.Post(0, 1, 0, Tag(next), relMessage(next%36)); err != nil {
+			t.Fatalf("post %d: %v", next, err)
+		}
+	}
+	p1.rxmu.Unlock()
+	held = false
+	for i := 0; i < next; i++ {
+		r := e1.newRecv(0, 0, AnyThread, AnyTag, nil)
+		e1.post(r)
+		if err := r.Wait(ctx); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		want := relMessage(i % 36)
+		if i == 0 {
+			want = relMessage(0)
+		}
+		if r.Tag() != Tag(i) || !bytes.Equal(r.Data(), want) {
+			t.Fatalf("message %d: got tag %d and %d bytes, want message %d (%d bytes)", i, r.Tag(), len(r.Data()), i, len(want))
+		}
+	}
+	t.Logf("%d messages in the open bundle at the change", open)
+	if got := e0.Stats()[0].FragsSent - shmSent; got != 0 {
+		t.Errorf("%d datagrams sent by the old route (shared memory) after the change", got)
 	}
 }
