@@ -267,8 +267,7 @@ func (c *Client) Close() error {
 func (c *Client) write(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.conn.SetWriteDeadline(time.Now().Add(c.timeout))
-	return writeFrame(c.conn, b)
+	return writeFrame(timedWriter{c.conn, c.timeout}, b)
 }
 
 func (c *Client) readLoop() {

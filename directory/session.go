@@ -156,8 +156,7 @@ func (ss *session) writeLoop() {
 	tick := time.NewTicker(cfg.HeartbeatInterval)
 	defer tick.Stop()
 	write := func(b []byte) bool {
-		ss.conn.SetWriteDeadline(time.Now().Add(cfg.HeartbeatTimeout))
-		if err := writeFrame(ss.conn, b); err != nil {
+		if err := writeFrame(timedWriter{ss.conn, cfg.HeartbeatTimeout}, b); err != nil {
 			ss.conn.Close() // the reader notices and drops the session
 			return false
 		}

@@ -40,3 +40,34 @@ func (r *silenceReader) Read(p []byte) (int, error) {
 		return n, err
 	}
 }
+
+// timedWriter writes to a connection whose other side reads, and fails a
+// write once that side has taken nothing of it for timeout. Like
+// silenceReader it judges the other side only for time this process could
+// write: a write the other side took part of is carried on with a fresh
+// deadline, and so is one whose deadline ran out while this process was
+// stalled (stopped, or given no CPU) between setting the deadline and
+// writing (the write then failed within half the timeout), or during the
+// write (the deadline fired later than half the timeout after it was due).
+type timedWriter struct {
+	conn    net.Conn
+	timeout time.Duration
+}
+
+func (w timedWriter) Write(b []byte) (int, error) {
+	written := 0
+	for {
+		start := time.Now()
+		w.conn.SetWriteDeadline(start.Add(w.timeout))
+		called := time.Now()
+		n, err := w.conn.Write(b[written:])
+		written += n
+		if err == nil || w.timeout <= 0 || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return written, err
+		}
+		if n > 0 || time.Since(called) < w.timeout/2 || time.Since(start)-w.timeout > w.timeout/2 {
+			continue
+		}
+		return written, err
+	}
+}
