@@ -21,6 +21,8 @@ type Engine struct {
 	pool  *mcbPool
 	table *recvTable
 	bufs  bufPool
+	// runBufs recycles the storage of runs (runs.go).
+	runBufs freeList[[runBytes]byte]
 
 	// spinners counts the threads spinning before they block on a
 	// request (spin.go), at most spinMax of them; spinScore follows how
@@ -469,7 +471,11 @@ func (e *Engine) release(n int64) {
 
 // freeMCB returns m to the pool with its budget.
 func (e *Engine) freeMCB(m *mcb) {
-	n := m.reserved
+	n := m.reserved + m.runReserved()
+	if m.inRun {
+		m.data = nil
+	}
+	e.dropRun(m)
 	if m.data != nil && m.total <= chunkSize {
 		m.keep(&e.bufs)
 	}

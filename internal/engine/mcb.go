@@ -86,7 +86,16 @@ type mcb struct {
 	bits  [][]uint64 // fragment bitmap of a long message
 
 	chunks []*[chunkSize]byte // storage of a large message, filled as it arrives
-	_      [40]byte           // to 256 bytes (TestMCBLayout)
+
+	// run holds further whole small messages of the block's key that
+	// arrived after this one, with nothing else for its thread between
+	// them (runs.go): records of a 4-byte length, an 8-byte message id and
+	// the bytes, taken in order from runOff on. inRun says data is a
+	// record's bytes inside run, not a buffer of its own.
+	run    []byte
+	runBuf *[runBytes]byte // run's storage (Engine.runBufs)
+	runOff int32
+	inRun  bool // to 256 bytes (TestMCBLayout)
 }
 
 // wordFrags is the largest number of fragments whose bitmap is mcb.frags.
@@ -333,6 +342,9 @@ func (m *mcb) clear() {
 	m.data, m.box = nil, nil
 	m.owner = nil
 	m.expBy = nil
+	if m.run != nil {
+		m.run, m.runBuf, m.runOff, m.inRun = nil, nil, 0, false
+	}
 	m.hnext, m.tprev, m.tnext = nilMCB, nilMCB, nilMCB
 }
 

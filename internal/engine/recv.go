@@ -20,7 +20,7 @@ func (e *Engine) irecv(r *Request) {
 			r.complete(err)
 			return
 		}
-	} else if m.total <= keptData && m.data != nil && m.owner == nil && m.expBy == nil && !m.rndv {
+	} else if m.runLeft() || m.inRun || m.total <= keptData && m.data != nil && m.owner == nil && m.expBy == nil && !m.rndv {
 		e.fillSmallLocked(s, r, m)
 		return
 	}
@@ -179,7 +179,19 @@ func (r *Request) takeData(m *mcb) error {
 // of many threads each receiving its own stream: most of their messages
 // arrive before their receive). It unlocks s.
 func (e *Engine) fillSmallLocked(s *stripe, r *Request, m *mcb) {
+	if m.runLeft() {
+		e.fillRunLocked(s, r, m)
+		return
+	}
+	if m.inRun && r.buf == nil {
+		m.data = append([]byte(nil), m.data...) // the run's storage stays the block's
+		m.inRun = false
+	}
 	err := r.takeData(m)
+	if m.inRun {
+		m.data = nil
+	}
+	e.dropRun(m)
 	if m.data != nil { // copied
 		m.keep(&e.bufs)
 	}
@@ -411,6 +423,10 @@ func (e *Engine) releaseOwnerLocked(m *mcb, err error) {
 		return
 	}
 	found := e.table.post(s, r)
+	if found != nil && (found.runLeft() || found.inRun) {
+		e.fillSmallLocked(s, r, found)
+		return
+	}
 	s.mu.Unlock()
 	if found != nil {
 		e.fillFromMCB(r, found)

@@ -382,7 +382,9 @@ func (t *recvTable) findWild(s *stripe, r *Request) *mcb {
 }
 
 // post matches receive r against the unexpected messages; when one is
-// found it is unlinked and returned, else r is left posted. The stripe
+// found it is unlinked and returned, else r is left posted. A block with
+// more messages of its run (runLeft) stays in the table: the caller takes
+// its first message with the stripe still locked (fillSmallLocked). The stripe
 // must be locked.
 func (t *recvTable) post(s *stripe, r *Request) *mcb {
 	if exactKey(r) {
@@ -390,7 +392,9 @@ func (t *recvTable) post(s *stripe, r *Request) *mcb {
 		k := key{r.srcProc, r.srcThread, r.dstThread, r.tag}
 		h := hashKey(k)
 		if m := t.findExact(s, k, h); m != nil {
-			t.unlink(s, m, h)
+			if !m.runLeft() {
+				t.unlink(s, m, h)
+			}
 			return m
 		}
 		s.seq++
@@ -399,7 +403,9 @@ func (t *recvTable) post(s *stripe, r *Request) *mcb {
 		return nil
 	}
 	if m := t.findWild(s, r); m != nil {
-		t.unlink(s, m, hashKey(m.key))
+		if !m.runLeft() {
+			t.unlink(s, m, hashKey(m.key))
+		}
 		return m
 	}
 	s.seq++

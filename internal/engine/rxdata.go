@@ -108,6 +108,9 @@ func (d *dispatcher) takeWholeLocked(s *stripe, k key, h *wire.Header, body []by
 	if r = d.e.table.takePosted(s, k, hk); r != nil {
 		return r, true
 	}
+	if d.appendRunLocked(s, k, h, body) {
+		return nil, true
+	}
 	// Unexpected: stored in a control block with budget of its own.
 	m := d.unexpectedLocked(s, k, h, body)
 	if m == nil {

@@ -9,13 +9,14 @@ import (
 
 // sendAccepted sends k small messages from thread 1 of e0 to thread dst of
 // process 1 and waits until each is accepted (stored as unexpected, since
-// no receive is posted for them).
+// no receive is posted for them). Their tags alternate between 3 and 4, so
+// that no two of them make a run (runs.go): each has a block of its own.
 func sendAccepted(ctx context.Context, t *testing.T, e0 *Engine, dst ThreadID, round, k int) {
 	t.Helper()
 	tx := e0.Endpoint(1)
 	sends := make([]*Request, k)
 	for i := range sends {
-		sends[i] = tx.Isend(1, dst, 3, []byte(fmt.Sprint("round ", round, " message ", i)))
+		sends[i] = tx.Isend(1, dst, Tag(3+i%2), []byte(fmt.Sprint("round ", round, " message ", i)))
 	}
 	for i, r := range sends {
 		if err := r.Wait(ctx); err != nil {
@@ -34,7 +35,7 @@ func recvAll(ctx context.Context, t *testing.T, e1 *Engine, dst ThreadID, round,
 		if i%2 == 0 {
 			buf = make([]byte, 64)
 		}
-		r, err := rx.Recv(ctx, 0, 1, 3, buf)
+		r, err := rx.Recv(ctx, 0, 1, Tag(3+i%2), buf)
 		if err != nil {
 			t.Fatalf("round %d: receive %d on thread %d: %v", round, i, dst, err)
 		}
