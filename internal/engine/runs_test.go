@@ -27,6 +27,28 @@ func TestRunsKeepOrder(t *testing.T) {
 	}
 	var sent []msg
 	tx := e0.Endpoint(1)
+	rx := e1.Endpoint(dst)
+	var kept [][]byte // data handed over (the request is the endpoint's own)
+	var keptWant []string
+	// First a whole run received with no buffer: every message, its
+	// last included, is handed over in storage of its own, which the
+	// runs stored after it do not overwrite.
+	var one []*Request
+	for i := range 50 {
+		one = append(one, tx.Isend(1, dst, 5, []byte(fmt.Sprint("run message ", i))))
+	}
+	for _, r := range one {
+		if err := r.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 50 {
+		r, err := rx.Recv(ctx, 0, 1, 5, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, keptWant = append(kept, r.Data()), append(keptWant, fmt.Sprint("run message ", i))
+	}
 	// Runs of one tag, of 1 to 60 messages, of tags 1-3, sizes 0-200 B.
 	for len(sent) < 1500 {
 		tag := Tag(1 + rng.IntN(3))
@@ -48,8 +70,13 @@ func TestRunsKeepOrder(t *testing.T) {
 			t.Fatalf("send %d: %v", i, err)
 		}
 	}
-	// All are stored before the first receive.
-	for i := 0; e1.pool.inUse() == 0 || e1.BudgetUsed() < int64(len(sent)); i++ {
+	// All are stored (their bytes held of the budget) before the first
+	// receive.
+	total := 0
+	for _, m := range sent {
+		total += len(m.data)
+	}
+	for i := 0; e1.BudgetUsed() < int64(total); i++ {
 		if i > 10000 {
 			t.Fatalf("messages not stored: %d blocks in use, budget %d", e1.pool.inUse(), e1.BudgetUsed())
 		}
@@ -58,10 +85,7 @@ func TestRunsKeepOrder(t *testing.T) {
 	if n := e1.pool.inUse(); n >= len(sent)/2 {
 		t.Fatalf("%d blocks in use for %d messages in runs of one tag: no runs made", n, len(sent))
 	}
-	rx := e1.Endpoint(dst)
 	left := sent
-	var kept [][]byte // data handed over (the request is the endpoint's own)
-	var keptWant []string
 	for len(left) > 200 {
 		// The model: an exact receive takes its tag's first message
 		// left, a wildcard one the first of all.
