@@ -475,7 +475,7 @@ func (e *Engine) freeMCB(m *mcb) {
 	if m.inRun {
 		m.data = nil
 	}
-	e.dropRun(m)
+	n += e.dropRun(m)
 	if m.data != nil && m.total <= chunkSize {
 		m.keep(&e.bufs)
 	}

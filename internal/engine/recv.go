@@ -191,12 +191,12 @@ func (e *Engine) fillSmallLocked(s *stripe, r *Request, m *mcb) {
 	if m.inRun {
 		m.data = nil
 	}
-	e.dropRun(m)
+	n := e.dropRun(m)
 	if m.data != nil { // copied
 		m.keep(&e.bufs)
 	}
 	r.setFrom(m.key)
-	n := m.reserved
+	n += m.reserved
 	kept := e.table.giveFree(s, m)
 	s.mu.Unlock()
 	if !kept {

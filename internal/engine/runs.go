@@ -13,7 +13,9 @@ import (
 // unexpected messages (per key and for wildcard receives) is unchanged;
 // each message in the run keeps its own budget (its length) and message
 // id. A receive takes the run's messages in order, one each, under the
-// stripe lock.
+// stripe lock. The run's storage counts in the budget too (runBytes, from
+// its first appended message until it is given back), so that runs of a
+// message or two cannot hold more memory than the budget allows.
 
 // runBytes is the most a block's run holds (records with their headers).
 const runBytes = 8 << 10
@@ -52,15 +54,17 @@ func (d *dispatcher) appendRunLocked(s *stripe, k key, h *wire.Header, body []by
 		t.data == nil && !t.inRun || len(t.run)+runHeader+len(body) > runBytes {
 		return false
 	}
-	if !d.reserve(int64(h.Total)) {
-		return false
-	}
 	if t.run == nil {
+		if !d.reserve(runBytes + int64(h.Total)) {
+			return false
+		}
 		b := d.e.runBufs.get()
 		if b == nil {
 			b = new([runBytes]byte)
 		}
 		t.run, t.runBuf = b[:0:runBytes], b
+	} else if !d.reserve(int64(h.Total)) {
+		return false
 	}
 	var hdr [runHeader]byte
 	binary.LittleEndian.PutUint32(hdr[:], uint32(len(body)))
@@ -100,13 +104,17 @@ func (e *Engine) fillRunLocked(s *stripe, r *Request, m *mcb) {
 	r.complete(err)
 }
 
-// runBufsKept is the most run storages kept free (8 KiB each).
-const runBufsKept = 1024
+// runBufsKept is the most run storages kept free (8 KiB each, 2 MiB).
+const runBufsKept = 256
 
-// dropRun gives m's run storage back; m's data no longer points into it.
-func (e *Engine) dropRun(m *mcb) {
-	if m.runBuf != nil {
-		e.runBufs.put(m.runBuf, runBufsKept)
-		m.run, m.runBuf, m.runOff, m.inRun = nil, nil, 0, false
+// dropRun gives m's run storage back, if it has any, and reports the
+// budget the storage held, for the caller to release; m's data no longer
+// points into it.
+func (e *Engine) dropRun(m *mcb) int64 {
+	if m.runBuf == nil {
+		return 0
 	}
+	e.runBufs.put(m.runBuf, runBufsKept)
+	m.run, m.runBuf, m.runOff, m.inRun = nil, nil, 0, false
+	return runBytes
 }

@@ -158,3 +158,51 @@ func TestRunsKeepOrder(t *testing.T) {
 		t.Fatalf("budget after Close with messages in runs: %d, want 0", n)
 	}
 }
+
+// The storage of runs counts in the receive budget: runs of two one-byte
+// messages, of alternating tags, would each hold a run's storage (runBytes)
+// for two bytes, and the storage the runs hold stays within RecvBudget;
+// every byte of it comes back when the messages are received.
+func TestRunStorageInBudget(t *testing.T) {
+	const budget = 256 << 10
+	e0, e1 := memPair(t, Config{RecvBudget: budget})
+	// A guard against a hang, not a timing.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const dst, pairs = 7, 200
+	tx, rx := e0.Endpoint(1), e1.Endpoint(dst)
+	for i := range pairs {
+		for j := range 2 {
+			if err := tx.Send(ctx, 1, dst, Tag(1+i%2), []byte{byte(2*i + j)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := 0; e1.Stats()[0].MessagesRecv < 2*pairs; i++ {
+		if i > 10000 {
+			t.Fatalf("%d of %d messages stored", e1.Stats()[0].MessagesRecv, 2*pairs)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	runs := 2*pairs - e1.mcbsInUse() // a block holding a run holds two messages
+	if held := int64(runs) * runBytes; held > budget {
+		t.Errorf("%d runs hold %d bytes of storage, budget %d", runs, held, budget)
+	}
+	if used := e1.BudgetUsed(); used < int64(runs)*runBytes {
+		t.Errorf("budget used %d, below the %d bytes of storage of %d runs", used, int64(runs)*runBytes, runs)
+	}
+	for i := range pairs {
+		for j := range 2 {
+			r, err := rx.Recv(ctx, 0, 1, Tag(1+i%2), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := r.Data(); len(d) != 1 || d[0] != byte(2*i+j) {
+				t.Fatalf("pair %d message %d: %v", i, j, d)
+			}
+		}
+	}
+	if used := e1.BudgetUsed(); used != 0 {
+		t.Errorf("budget used %d after every message was received", used)
+	}
+}
