@@ -45,7 +45,7 @@ func TestPollYields(t *testing.T) {
 // polling thread looks at the receive ring, to set beside a round trip and
 // BenchmarkCQPollEmpty in internal/verbs (measured in the same boot).
 // spin: each Poll as within the first pollSpin of a wait, with no yield;
-// idle: yields included (every 16th Poll after pollSpin).
+// idle: yields included (one per pollYieldGap at most, after pollSpin).
 func BenchmarkPollEmpty(b *testing.B) {
 	a := listenOrSkip(b, Config{})
 	msgs := make([][]byte, a.BatchSize())

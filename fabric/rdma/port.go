@@ -125,6 +125,7 @@ type Port struct {
 	recvMu      sync.Mutex    // the consumer: Receive/Poll
 	idleSince   atomic.Int64  // clock (monoNow) at the first look of the current run of empty Polls, 0: none
 	idlePolls   atomic.Uint32 // empty Polls in that run
+	lastYield   atomic.Int64  // clock (monoNow) of an idle Poll's last yield
 	waitSlept   atomic.Bool   // the last Wait lasted longer than waitSpin: the next spins blockSpin
 	interrupted atomic.Bool   // Interrupt called: the next Wait or Park returns
 
