@@ -44,7 +44,10 @@ func TestPumpLeavesToTransmitter(t *testing.T) {
 	a, _ := n.Listen("a")
 	b, _ := n.Listen("b")
 	gate := &gatePort{Port: a, entered: make(chan struct{}), open: make(chan struct{})}
-	e0, e1 := pair(t, gate, b, Config{})
+	// The first message's retransmission timeout must not expire while
+	// it is held (a stalled thread, a loaded machine): the window would
+	// then close to minCwnd and rightly keep the rest queued.
+	e0, e1 := pair(t, gate, b, Config{MinRTO: time.Hour, MaxRTO: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	p := e0.peer(1)

@@ -94,7 +94,9 @@ func (t *txStream) init(e *Engine) {
 	t.ssBounded = false
 	t.roomCap = 0
 	t.peerWin = e.cfg.Window
-	t.rto = initialRTO
+	// MinRTO and MaxRTO bound the first timeout too, before any round
+	// trip was measured.
+	t.rto = min(max(initialRTO, e.cfg.MinRTO), e.cfg.MaxRTO)
 	t.busyDelay = time.Millisecond
 	t.ring = make([]txEntry, 64)
 }
