@@ -352,7 +352,7 @@ func slowSinkPeer() int {
 	budget, _ := strconv.ParseInt(os.Getenv("PCOR_TEST_BUDGET"), 10, 64)
 	count, _ := strconv.Atoi(os.Getenv("PCOR_TEST_COUNT"))
 	size, _ := strconv.Atoi(os.Getenv("PCOR_TEST_SIZE"))
-	n, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: jobKey, RecvBudget: budget,
+	n, err := pcor.NewNode(pcor.Config{Proc: 1, JobKey: jobKey, RecvBudget: budget, UnreachableTimeout: slowReceiverSilence,
 		Peers: []pcor.Peer{{Proc: 0, Addr: os.Getenv("PCOR_TEST_PEER")}}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -422,9 +422,15 @@ func TestSlowReceiverStream(t *testing.T) {
 // blocks and the Go runtime's own growth.
 const slowReceiverOverhead = 24 << 20
 
+// slowReceiverSilence is both processes' UnreachableTimeout: a process
+// given no CPU for longer than the default 5 s (the receiving one, at load
+// 50-77 under -race) cannot be told from a dead one, and what is tested
+// here is the receiver's memory, not how soon a dead one is given up.
+const slowReceiverSilence = time.Minute
+
 func slowReceiver(t *testing.T, size, msgs int) {
 	const budget = 16 << 20
-	a, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey})
+	a, err := pcor.NewNode(pcor.Config{Proc: 0, JobKey: jobKey, UnreachableTimeout: slowReceiverSilence})
 	if err != nil {
 		t.Fatal(err)
 	}
