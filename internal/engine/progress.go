@@ -431,11 +431,15 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 type flow struct {
 	last int64 // when the last batch came (0: none yet)
 	gap  int64 // the interval between the last two (0: not known)
+	end  int64 // the spin never passes it: the start of the wait and driveIdle
 	off  bool  // drivers crowd the processors: no spin past driveSpin
 }
 
 // batch notes a batch that came at now and returns until when to spin,
-// spinUntil being the end of the spin so far.
+// spinUntil being the end of the spin so far. The spin stops at f.end, so
+// that a wait for a message long in coming still gives the port back to
+// the dispatcher after driveIdle (the first sleep after it), however
+// busy the port.
 func (f *flow) batch(now, spinUntil int64) int64 {
 	if f.last != 0 {
 		f.gap = now - f.last
@@ -444,7 +448,7 @@ func (f *flow) batch(now, spinUntil int64) int64 {
 	if f.off || f.gap > int64(driveSpin)/2 {
 		return spinUntil
 	}
-	return max(spinUntil, now+int64(driveSpin))
+	return max(spinUntil, min(now+int64(driveSpin), f.end))
 }
 
 // next is when to poll again after an empty poll at now whose yield
@@ -480,6 +484,7 @@ func (d *dispatcher) drive(ctx context.Context, r *Request, crowded bool) (done,
 	if d.mode == Blocking {
 		start = nanotime()
 		spinUntil = start + int64(driveSpin)
+		f.end = start + int64(driveIdle)
 	}
 	for polls := 0; ; polls++ {
 		if r.state.Load() == stateDone {

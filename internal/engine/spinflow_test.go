@@ -10,9 +10,10 @@ import (
 // batches come at most half driveSpin apart; between two empty polls the
 // thread waits as long as the batches have been coming apart (at most
 // flowPace), unless its yield ran another thread; the first batch of a
-// wait is polled for at once (a round trip's answer); a trickle and a
-// crowded process get the spin of driveSpin from the start of the wait
-// alone.
+// wait is polled for at once (a round trip's answer); the spin ends
+// driveIdle after the start of the wait however busy the port; a trickle
+// and a crowded process get the spin of driveSpin from the start of the
+// wait alone.
 func TestFlowSpin(t *testing.T) {
 	us := func(n int64) int64 { return n * int64(time.Microsecond) }
 	const t0 = int64(1e12)
@@ -20,7 +21,7 @@ func TestFlowSpin(t *testing.T) {
 	fast := us(1) // a yield that ran nothing else
 
 	t.Run("stream", func(t *testing.T) {
-		var f flow
+		f := flow{end: t0 + int64(driveIdle)}
 		until := t0 + spin // the spin from the start of the wait
 		if got := f.next(t0+us(5), t0+us(5)+fast); got != 0 {
 			t.Errorf("before any batch: next poll at +%v, want at once", time.Duration(got-t0-us(5)))
@@ -61,8 +62,25 @@ func TestFlowSpin(t *testing.T) {
 		}
 	})
 
+	t.Run("idle", func(t *testing.T) {
+		// However busy the port, the spin ends driveIdle after the start
+		// of the wait: the wait for a message long in coming then gives
+		// the port back to the dispatcher.
+		f := flow{end: t0 + int64(driveIdle)}
+		until := t0 + spin
+		for at := t0 + us(10); at < t0+2*int64(driveIdle); at += us(10) {
+			until = f.batch(at, until)
+			if until > f.end {
+				t.Fatalf("batch at +%v: spin until +%v, past driveIdle", time.Duration(at-t0), time.Duration(until-t0))
+			}
+		}
+		if until != f.end {
+			t.Errorf("batches 10us apart for 2 x driveIdle: spin until +%v, want +%v", time.Duration(until-t0), driveIdle)
+		}
+	})
+
 	t.Run("trickle", func(t *testing.T) {
-		var f flow
+		f := flow{end: t0 + int64(driveIdle)}
 		until := f.batch(t0+us(10), t0+spin)
 		for i := range 10 {
 			at := t0 + us(10) + int64(i+1)*(spin/2+us(10))
@@ -74,7 +92,7 @@ func TestFlowSpin(t *testing.T) {
 	})
 
 	t.Run("crowded", func(t *testing.T) {
-		f := flow{off: true}
+		f := flow{off: true, end: t0 + int64(driveIdle)}
 		until := t0 + spin
 		for i := range 10 {
 			at := t0 + int64(i)*us(10)
