@@ -367,7 +367,7 @@ func (p *Port) goneWhenDrained(c *conn, err error) {
 		c.goneErr = err
 		p.pendingGone = append(p.pendingGone, c)
 	}
-	p.rxUnlock()
+	p.rxMu.Unlock()
 	p.failAll(failed)
 	if !waiting {
 		c.gone(err)

@@ -177,7 +177,7 @@ func (p *Port) newConnLocked() (*conn, error) {
 	for i := 0; i < p.cfg.RecvPerPeer && p.postRecvLocked(c); i++ {
 	}
 	p.rxConns = append(p.rxConns, c)
-	p.rxUnlock()
+	p.rxMu.Unlock()
 	p.byQPN[qp.QPN] = c
 	p.all = append(p.all, c)
 	return c, nil
@@ -191,7 +191,7 @@ var errPoolFull = errors.New("rdma: receive buffer pool at its limit (Config.Max
 // up to Config.MaxRecvBuffers. It runs under p.mu.
 func (p *Port) growRecv() error {
 	p.rxMu.Lock()
-	defer p.rxUnlock()
+	defer p.rxMu.Unlock()
 	for len(p.recv.free) < p.cfg.RecvPerPeer {
 		if p.recv.n+p.cfg.RecvPerPeer > p.cfg.MaxRecvBuffers {
 			return fmt.Errorf("%w (%d buffers, %d free, %d needed per peer)", errPoolFull, p.recv.n, len(p.recv.free), p.cfg.RecvPerPeer)
@@ -292,7 +292,7 @@ func (p *Port) retireDead() {
 		return
 	}
 	p.rxMu.Lock()
-	defer p.rxUnlock()
+	defer p.rxMu.Unlock()
 	p.rmaMu.Lock()
 	defer p.rmaMu.Unlock()
 	kept := p.all[:0]

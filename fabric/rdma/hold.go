@@ -33,7 +33,7 @@ const holdWake = time.Millisecond
 // delivered again, in order, after Resume.
 func (p *Port) Hold(i int) int {
 	p.rxMu.Lock()
-	defer p.rxUnlock()
+	defer p.rxMu.Unlock()
 	if i < 0 || i >= len(p.lent) || p.lent[i].idx < 0 {
 		return 0
 	}
@@ -70,7 +70,7 @@ func (p *Port) Hold(i int) int {
 func (p *Port) Handled() {
 	p.rxMu.Lock()
 	p.releaseLentLocked()
-	p.rxUnlock()
+	p.rxMu.Unlock()
 }
 
 // Resume delivers the held datagrams again and reposts the receives of
@@ -80,7 +80,7 @@ func (p *Port) Resume() {
 		return
 	}
 	p.rxMu.Lock()
-	defer p.rxUnlock()
+	defer p.rxMu.Unlock()
 	if p.closed.Load() {
 		return
 	}

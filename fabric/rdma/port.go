@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -113,8 +112,6 @@ type Port struct {
 	holding     atomic.Int32 // conns holding datagrams back (hold.go)
 	rxErr       error
 	recvWC      []verbs.WC
-	rxPending   atomic.Bool  // lent, ready, pendingGone or starved not empty: a Poll has work besides the ring (set at each release of rxMu)
-	peeking     atomic.Int32 // Polls looking at the receive ring without a lock (Close waits for them before unmapping it)
 
 	sendMu    sync.Mutex // send pool, SQ posting, send CQ
 	sendOwner []*conn
@@ -122,12 +119,11 @@ type Port struct {
 	sentTo    map[string]*conn // the conn that carried the last send to each endpoint (Taken)
 	sendWC    []verbs.WC
 
-	recvMu      sync.Mutex    // the consumer: Receive/Poll
-	idleSince   atomic.Int64  // clock (monoNow) at the first look of the current run of empty Polls, 0: none
-	idlePolls   atomic.Uint32 // empty Polls in that run
-	lastYield   atomic.Int64  // clock (monoNow) of an idle Poll's last yield
-	waitSlept   atomic.Bool   // the last Wait lasted longer than waitSpin: the next spins blockSpin
-	interrupted atomic.Bool   // Interrupt called: the next Wait or Park returns
+	recvMu      sync.Mutex  // the consumer: Receive/Poll, idleSince, idlePolls
+	idleSince   time.Time   // first of the current run of empty Polls
+	idlePolls   uint64      // empty Polls in that run
+	waitSlept   atomic.Bool // the last Wait lasted longer than waitSpin: the next spins blockSpin
+	interrupted atomic.Bool // Interrupt called: the next Wait or Park returns
 
 	allocMu sync.RWMutex
 	allocs  []*verbs.MR // by address: Alloc'd regions are disjoint
@@ -349,11 +345,6 @@ func (p *Port) Close() error {
 	p.closeOnce.Do(func() {
 		p.sayGone()
 		p.closed.Store(true)
-		for p.peeking.Load() != 0 {
-			// A Poll past its closed check: a few loads from now it is
-			// out of the receive ring, which is unmapped below.
-			runtime.Gosched()
-		}
 		close(p.done)
 		if p.udCQ != nil {
 			p.udCQ.Interrupt()
@@ -413,7 +404,7 @@ func (p *Port) Close() error {
 			p.ctx.Close()
 		}
 		p.rmaMu.Unlock()
-		p.rxUnlock()
+		p.rxMu.Unlock()
 		p.mu.Unlock()
 		p.allocMu.Unlock()
 		p.sendMu.Unlock()

@@ -33,41 +33,7 @@ func (p *Port) Receive(msgs [][]byte) (int, error) {
 
 // Poll is Receive without blocking.
 func (p *Port) Poll(msgs [][]byte) (int, error) {
-	if len(msgs) > 0 && p.quiet() {
-		p.pollIdle(true)
-		return 0, nil
-	}
 	return p.receive(msgs, recvPoll, time.Time{})
-}
-
-// quiet reports that a Poll has nothing to do: the port is open, the
-// receive completion ring is empty, and nothing waits under rxMu (lent
-// buffers to release, ready datagrams, e.g. reaped by a Send waiting for
-// credit, closed peers to fail, rings to top up: rxPending). It takes no
-// lock and writes nothing shared but the peeking count: an empty Poll of
-// a polling thread is then a few loads, as a raw verbs poll of the ring
-// is, where the full path (two mutexes, the batch, the clock) cost 2-10
-// us in the emulated guest, 20-40 times a raw poll. It may answer "not
-// quiet" with nothing there (the full path then finds nothing), never
-// "quiet" with a completion the kernel published before it looked: it
-// loads the ring's indices before rxPending, and whoever takes
-// completions off the ring sets rxPending first (pumpRecvLocked) and
-// leaves it set for as long as what it took is ready or lent (rxUnlock).
-func (p *Port) quiet() bool {
-	p.peeking.Add(1)
-	q := !p.closed.Load() && p.recvCQ.Empty() && !p.rxPending.Load()
-	p.peeking.Add(-1)
-	return q
-}
-
-// rxUnlock releases rxMu, first noting in rxPending whether a Poll has
-// work besides the receive ring (see quiet).
-func (p *Port) rxUnlock() {
-	pending := len(p.lent) > 0 || len(p.ready) > 0 || len(p.pendingGone) > 0 || p.starved > 0
-	if p.rxPending.Load() != pending {
-		p.rxPending.Store(pending)
-	}
-	p.rxMu.Unlock()
 }
 
 // How receive waits.
@@ -89,7 +55,7 @@ func (p *Port) receive(msgs [][]byte, how int, deadline time.Time) (int, error) 
 	if len(p.pendingGone) > 0 {
 		gone = p.drainedGoneLocked()
 	}
-	p.rxUnlock()
+	p.rxMu.Unlock()
 	for _, c := range gone {
 		c.gone(c.goneErr)
 	}
@@ -177,8 +143,8 @@ func (p *Port) receive(msgs [][]byte, how int, deadline time.Time) (int, error) 
 // soft-RoCE work (softirq, kernel threads) on the same few CPUs: a poller
 // that only ever yields to other goroutines starves it, and its own
 // latency grows to the scheduler's tick. After pollSpin without a
-// datagram, an empty Poll gives the CPU up (sched_yield) once every
-// pollYieldGap at most (see pollIdle), so that runnable kernel work goes first; blocking Receive
+// datagram, every pollYieldEvery-th empty Poll gives the CPU up
+// (sched_yield), so that runnable kernel work goes first; blocking Receive
 // polls for blockSpin before it arms the completion channel.
 // A yield at every empty Poll made the system calls of a polling pcor in
 // the guest 4-6 times as many at host load 4-10 (a 2 B round trip
@@ -208,48 +174,27 @@ const (
 	waitSpin  = 250 * time.Microsecond
 
 	pollYieldEvery = 16
-	pollYieldGap   = 50 * time.Microsecond
 )
 
-// pollIdle notes a Poll that found nothing (or something). It reads the
-// clock only at every pollYieldEvery-th empty Poll of a run: the run's
-// start is taken at its first such look, and from pollSpin after it such
-// a look yields if none did for pollYieldGap. A clock read costs more
-// than the poll of the ring where the guest's clock is not read in user
-// space. The yields are spaced in time, not in polls: an empty Poll that
-// looks at the ring without a lock (quiet) is 10 times as fast as the full
-// path, and a yield every 16 of them made 985 [802-1353] system calls and
-// 85 context switches per 2 B polling round trip in the guest, against
-// 255 and 30 (one boot, four rounds, host load 22-25).
+// pollIdle notes a Poll that found nothing (or something). Runs under
+// recvMu.
 func (p *Port) pollIdle(empty bool) {
 	if !empty {
-		if p.idlePolls.Load() != 0 {
-			p.idlePolls.Store(0)
-			p.idleSince.Store(0)
-		}
+		p.idleSince = time.Time{}
+		p.idlePolls = 0
 		return
 	}
-	if p.idlePolls.Add(1)%pollYieldEvery != 0 {
+	now := time.Now()
+	if p.idleSince.IsZero() {
+		p.idleSince = now
 		return
 	}
-	now := monoNow()
-	since := p.idleSince.Load()
-	if since == 0 {
-		p.idleSince.Store(now)
-		return
-	}
-	if time.Duration(now-since) > pollSpin && time.Duration(now-p.lastYield.Load()) >= pollYieldGap {
-		p.lastYield.Store(now)
+	p.idlePolls++
+	if now.Sub(p.idleSince) > pollSpin && p.idlePolls%pollYieldEvery == 0 {
 		p.stats.yields.Add(1)
 		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 	}
 }
-
-// monoBase is the origin of monoNow.
-var monoBase = time.Now()
-
-// monoNow is a monotonic clock in nanoseconds, never 0.
-func monoNow() int64 { return int64(time.Since(monoBase)) + 1 }
 
 // deliver reaps completions and hands out ready datagrams.
 func (p *Port) deliver(msgs [][]byte) int {
@@ -265,7 +210,7 @@ func (p *Port) deliver(msgs [][]byte) int {
 	if len(p.ready) == 0 {
 		p.ready = p.readyBuf[:0]
 	}
-	p.rxUnlock()
+	p.rxMu.Unlock()
 	p.failAll(failed)
 	p.stats.received.Add(uint64(n))
 	return n
@@ -318,10 +263,6 @@ func (p *Port) pumpRecvLocked() (failed []*conn) {
 	if p.closed.Load() {
 		return nil
 	}
-	if !p.rxPending.Load() {
-		// Before any completion leaves the ring (see quiet).
-		p.rxPending.Store(true)
-	}
 	for {
 		n := p.recvCQ.Poll(p.recvWC)
 		for _, wc := range p.recvWC[:n] {
@@ -366,7 +307,7 @@ func (p *Port) failAll(cs []*conn) {
 
 func (p *Port) rxErrSnapshot() error {
 	p.rxMu.Lock()
-	defer p.rxUnlock()
+	defer p.rxMu.Unlock()
 	return p.rxErr
 }
 
@@ -375,6 +316,6 @@ func (p *Port) rxErrSnapshot() error {
 func (p *Port) pumpRecv() {
 	p.rxMu.Lock()
 	failed := p.pumpRecvLocked()
-	p.rxUnlock()
+	p.rxMu.Unlock()
 	p.failAll(failed)
 }

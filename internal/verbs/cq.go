@@ -123,13 +123,6 @@ func (cq *CQ) Poll(wcs []WC) int {
 	return n
 }
 
-// Empty reports whether the ring holds no completion, from two loads of
-// its indices and no write: a caller may look before it takes the locks
-// that a Poll needs. It may report a completion the caller's own Poll then
-// finds gone (another consumer took it), never no completion when the
-// kernel had published one before the call. Not after Close.
-func (cq *CQ) Empty() bool { return cq.ring.empty() }
-
 // Arm requests a completion event on the channel for the next completion
 // (REQ_NOTIFY_CQ). Poll once more after arming: completions that arrived
 // before the arm raise no event.

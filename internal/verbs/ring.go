@@ -108,12 +108,6 @@ func (r *ring) consumerSlot() []byte {
 	return r.slot(c)
 }
 
-// empty reports whether the ring holds no element: consumerSlot would
-// return nil.
-func (r *ring) empty() bool {
-	return atomic.LoadUint32(r.cons) == atomic.LoadUint32(r.prod)
-}
-
 // consume releases the slot returned by consumerSlot.
 func (r *ring) consume() {
 	c := atomic.LoadUint32(r.cons)
