@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pcor-go/pcor/internal/osyield"
 	"github.com/pcor-go/pcor/pcor"
 )
 
@@ -433,7 +434,7 @@ func (rt *Runtime) join(ctx context.Context, x *task) error {
 			// received by the service goroutine, on another OS thread,
 			// which this spin must not keep from a CPU (nor the
 			// thread of the other process that is to send it).
-			osYield()
+			osyield.Yield()
 		}
 		if spin.again(rt.cfg.IdleSpin) {
 			continue

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/osyield"
 	"github.com/pcor-go/pcor/internal/verbs"
-	"golang.org/x/sys/unix"
 )
 
 // The receive side keeps every QP's receive ring topped up independently
@@ -92,7 +92,7 @@ func (p *Port) receive(msgs [][]byte, how int, deadline time.Time) (int, error) 
 				// The datagram comes from rxe's kernel work, which needs
 				// this CPU as much as the peer's threads do.
 				p.stats.yields.Add(1)
-				unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+				osyield.Yield()
 			}
 		}
 		if err := p.recvCQ.Arm(); err != nil {
@@ -192,7 +192,7 @@ func (p *Port) pollIdle(empty bool) {
 	p.idlePolls++
 	if now.Sub(p.idleSince) > pollSpin && p.idlePolls%pollYieldEvery == 0 {
 		p.stats.yields.Add(1)
-		unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		osyield.Yield()
 	}
 }
 

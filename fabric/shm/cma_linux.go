@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/osyield"
 )
 
 // Single copy (Linux cross-memory attach). A port exposes a message's
@@ -405,7 +406,7 @@ func (sp *spinner) over(d time.Duration) bool {
 		sp.yield = sp.start
 		return false
 	}
-	osYield()
+	osyield.Yield()
 	if sp.n&7 != 0 {
 		return false
 	}
@@ -419,10 +420,6 @@ func (sp *spinner) over(d time.Duration) bool {
 	}
 	return false
 }
-
-// osYield gives the CPU to another runnable thread of the machine, if
-// any.
-func osYield() { unix.RawSyscall(unix.SYS_SCHED_YIELD, 0, 0, 0) }
 
 // help reads chunks of s, then of the reads published while it
 // lingers, and ends once none came for helperLinger.

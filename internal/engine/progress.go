@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/osyield"
 	"github.com/pcor-go/pcor/internal/tally"
 )
 
@@ -398,7 +399,7 @@ func (d *dispatcher) driveFor(ctx context.Context, r *Request) (done, held bool,
 	// With as many drivers spinning in the process as it has processors
 	// (two nodes of one process, or one driver at GOMAXPROCS=1), the
 	// goroutine that is to answer may wait for this very processor: give
-	// it up at every empty poll, not every 64th (osYield gives the CPU to
+	// it up at every empty poll, not every 64th (osyield.Yield gives the CPU to
 	// other threads, not the processor to other goroutines), or each leg
 	// of a ping-pong between them lasts a whole spin.
 	crowded := crowdedDriver()
@@ -465,11 +466,11 @@ func (f *flow) next(now, t int64) int64 {
 // while batches flow, waits on it until the next poll is due (next).
 func (f *flow) pause() {
 	if f.gap == 0 {
-		osYield()
+		osyield.Yield()
 		return
 	}
 	now := nanotime()
-	osYield()
+	osyield.Yield()
 	t := nanotime()
 	for until := f.next(now, t); t < until; t = nanotime() {
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pcor-go/pcor/fabric"
+	"github.com/pcor-go/pcor/internal/osyield"
 	"github.com/pcor-go/pcor/internal/wire"
 )
 
@@ -433,7 +434,7 @@ func (p *peer) awaitTaken(r *Request) (taken bool, err error) {
 			// destination may wait for this very CPU to take the
 			// message, and runtime.Gosched does not give it up.
 			if d.mode == Blocking {
-				osYield()
+				osyield.Yield()
 			}
 			if i%64 == 63 || crowded {
 				runtime.Gosched()
